@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libclip: the isolation model of CLIP OS as a C library.
+ * The umbrella header: includes every public header. See libclip(3).
+ */
+#ifndef CLIP_CLIP_H
+#define CLIP_CLIP_H
+
+#include <clip/version.h>
+#include <clip/ctx.h>
+#include <clip/level.h>
+#include <clip/label.h>
+#include <clip/selinux.h>
+
+#endif

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "error.h"
+
+struct clip_error {
+	int error;
+	int offset;
+	bool is_static;
+	char message[];
+};
+
+/* Given out when there is no memory for the real message. */
+static struct clip_error oom_error = {
+	.error = -ENOMEM,
+	.offset = -1,
+	.is_static = true,
+};
+
+/*
+ * The closed set of errnos the API returns; each function documents its
+ * own subset. Anything else reaching the boundary is a bug or a kernel
+ * surprise and is reported as -EFAULT.
+ */
+static const int api_errnos[] = {
+	E2BIG,	  EACCES, EBADF,      EBADMSG,	    ECHILD, EDQUOT,	  EEXIST,
+	EINVAL,	  EIO,	  ELOOP,      EMEDIUMTYPE,  ENAMETOOLONG, ENODATA, ENOENT,
+	ENOKEY,	  ENOMEM, ENOSPC,     ENOTDIR,	    EOPNOTSUPP,	  EPERM,   EROFS,
+	EFAULT,
+};
+
+static bool
+errno_in_api(int error)
+{
+	for (size_t i = 0; i < ELEMENTSOF(api_errnos); i++)
+		if (api_errnos[i] == error)
+			return true;
+	return false;
+}
+
+static int
+error_vsetf(struct clip_error **reterr, int error, int offset, const char *suffix,
+	    const char *format, va_list ap)
+{
+	struct clip_error *e;
+	char *text = NULL;
+	int n;
+
+	if (!reterr || *reterr)
+		return error;
+
+	n = vasprintf(&text, format, ap);
+	if (n < 0) {
+		*reterr = &oom_error;
+		return error;
+	}
+	e = malloc(sizeof(*e) + (size_t)n + (suffix ? strlen(suffix) + 2 : 0) + 1);
+	if (!e) {
+		free(text);
+		*reterr = &oom_error;
+		return error;
+	}
+	e->error = error;
+	e->offset = offset;
+	e->is_static = false;
+	strcpy(e->message, text);
+	if (suffix) {
+		strcat(e->message, ": ");
+		strcat(e->message, suffix);
+	}
+	free(text);
+	/* Messages are single lines: a caller may log them as they are. */
+	for (char *p = e->message; *p; p++)
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	*reterr = e;
+	return error;
+}
+
+int
+error_setf(struct clip_error **reterr, int error, int offset, const char *format, ...)
+{
+	va_list ap;
+
+	va_start(ap, format);
+	error_vsetf(reterr, error, offset, NULL, format, ap);
+	va_end(ap);
+	return error;
+}
+
+int
+error_set_errno(struct clip_error **reterr, int error, const char *format, ...)
+{
+	char buf[128];
+	va_list ap;
+
+	va_start(ap, format);
+	error_vsetf(reterr, error, -1, strerror_r(-error, buf, sizeof(buf)), format, ap);
+	va_end(ap);
+	return error;
+}
+
+int
+api_return(int r, struct clip_error **reterr)
+{
+	char buf[128];
+
+	if (r >= 0)
+		return r;
+	if (!errno_in_api(-r)) {
+		error_set(reterr, -EFAULT, "unexpected error: %s", strerror_r(-r, buf, sizeof(buf)));
+		r = -EFAULT;
+	} else
+		error_set(reterr, r, "%s", strerror_r(-r, buf, sizeof(buf)));
+	/* The message may come from a deeper layer; the errno is the one returned. */
+	if (reterr && *reterr && !(*reterr)->is_static)
+		(*reterr)->error = r;
+	return r;
+}
+
+CLIP_EXPORT int
+clip_error_get_errno(const struct clip_error *error)
+{
+	return error ? error->error : 0;
+}
+
+CLIP_EXPORT const char *
+clip_error_get_message(const struct clip_error *error)
+{
+	if (!error)
+		return "";
+	if (error == &oom_error)
+		return "out of memory";
+	return error->message;
+}
+
+CLIP_EXPORT int
+clip_error_get_offset(const struct clip_error *error)
+{
+	return error ? error->offset : -1;
+}
+
+CLIP_EXPORT struct clip_error *
+clip_error_free(struct clip_error *error)
+{
+	if (error && !error->is_static)
+		free(error);
+	return NULL;
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "error.h"
+#include "key.h"
+#include "log.h"
+#include "util.h"
+
+#define KEY_FILE_NAME "mac.key"
+
+static const char *const purpose_names[_KEY_PURPOSE_MAX] = {
+	[KEY_PURPOSE_LABEL] = "label",
+};
+
+int
+mac_sha256(const uint8_t key[CLIP_KEY_SIZE], const void *data, size_t n, uint8_t out[32])
+{
+	unsigned len = 0;
+
+	if (!HMAC(EVP_sha256(), key, CLIP_KEY_SIZE, data, n, out, &len) || len != 32)
+		return -EIO;
+	return 0;
+}
+
+int
+key_derive(const uint8_t master[CLIP_KEY_SIZE], enum key_purpose purpose,
+	   uint8_t out[CLIP_KEY_SIZE])
+{
+	char info[64];
+	int n;
+
+	n = snprintf(info, sizeof(info), "libclip key v1: %s", purpose_names[purpose]);
+	return mac_sha256(master, info, (size_t)n, out);
+}
+
+static int
+read_full(int fd, uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = read(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -EIO;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int
+write_full(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int
+key_file_read(struct clip_ctx *ctx, int dirfd, uint8_t key[CLIP_KEY_SIZE],
+	      struct clip_error **reterr)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int r;
+
+	fd = openat(dirfd, KEY_FILE_NAME, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return error_set(reterr, -EPERM, "key file %s/%s is not a regular file",
+				 ctx->state_dir, KEY_FILE_NAME);
+	if (st.st_uid != geteuid())
+		return error_set(reterr, -EPERM, "key file %s/%s is owned by uid %u, not by uid %u",
+				 ctx->state_dir, KEY_FILE_NAME, (unsigned)st.st_uid,
+				 (unsigned)geteuid());
+	if (st.st_mode & 077)
+		return error_set(reterr, -EPERM,
+				 "key file %s/%s has mode %04o: refusing a key readable or "
+				 "writable by others than its owner (want 0600)",
+				 ctx->state_dir, KEY_FILE_NAME, (unsigned)(st.st_mode & 07777));
+	if (st.st_size != CLIP_KEY_SIZE)
+		return error_set(reterr, -EBADMSG, "key file %s/%s has %lld bytes, not %d",
+				 ctx->state_dir, KEY_FILE_NAME, (long long)st.st_size,
+				 CLIP_KEY_SIZE);
+	r = read_full(fd, key, CLIP_KEY_SIZE);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot read key file %s/%s", ctx->state_dir,
+				       KEY_FILE_NAME);
+	return 0;
+}
+
+/*
+ * Write a new key to an unnamed file and link it in only when complete and
+ * on disk, so that no reader ever sees a partial key. Losing a creation
+ * race to another process is fine: the caller reads the winner's key.
+ */
+static int
+key_file_create(struct clip_ctx *ctx, int dirfd, struct clip_error **reterr)
+{
+	uint8_t key[CLIP_KEY_SIZE];
+	_cleanup_close_ int fd = -1;
+	char path[64];
+	int r;
+
+	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return error_set_errno(reterr, -errno, "cannot create a key in %s",
+				       ctx->state_dir);
+	if (getrandom(key, sizeof(key), 0) != sizeof(key))
+		return error_set(reterr, -EIO, "getrandom failed");
+	r = write_full(fd, key, sizeof(key));
+	secure_wipe(key, sizeof(key));
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot write the key");
+	if (fsync(fd) < 0)
+		return error_set_errno(reterr, -errno, "cannot write the key");
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, path, dirfd, KEY_FILE_NAME, AT_SYMLINK_FOLLOW) < 0) {
+		if (errno == EEXIST)
+			return 0;
+		return error_set_errno(reterr, -errno, "cannot link the key file into %s",
+				       ctx->state_dir);
+	}
+	if (fsync(dirfd) < 0)
+		return error_set_errno(reterr, -errno, "cannot sync %s", ctx->state_dir);
+	log_notice(ctx, "created a new key %s/%s", ctx->state_dir, KEY_FILE_NAME);
+	return 0;
+}
+
+static int
+key_file_load(struct clip_ctx *ctx, bool create, uint8_t key[CLIP_KEY_SIZE],
+	      struct clip_error **reterr)
+{
+	_cleanup_close_ int dirfd = -1;
+	int r;
+
+	dirfd = ctx_open_state_dir(ctx, create, reterr);
+	if (dirfd == -ENOENT)
+		return error_set(reterr, -ENOKEY, "no key: state directory %s does not exist",
+				 ctx->state_dir);
+	if (dirfd < 0)
+		return dirfd;
+
+	r = key_file_read(ctx, dirfd, key, reterr);
+	if (r == -ENOENT && create) {
+		r = key_file_create(ctx, dirfd, reterr);
+		if (r < 0)
+			return r;
+		r = key_file_read(ctx, dirfd, key, reterr);
+	}
+	if (r == -ENOENT)
+		return error_set(reterr, -ENOKEY, "no key file %s/%s", ctx->state_dir,
+				 KEY_FILE_NAME);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot open key file %s/%s", ctx->state_dir,
+				       KEY_FILE_NAME);
+	return 0;
+}
+
+const struct key_provider key_provider_file = {
+	.name = "file",
+	.load = key_file_load,
+};
+
+static const struct key_provider *const providers[] = {
+	&key_provider_file,
+};
+
+const struct key_provider *
+key_provider_find(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(providers); i++)
+		if (strcmp(providers[i]->name, name) == 0)
+			return providers[i];
+	return NULL;
+}

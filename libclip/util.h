@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Small internal helpers shared by the modules. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Lowercase hex of @n bytes into @out, which holds 2 * @n + 1 bytes. */
+void hex_encode(const uint8_t *in, size_t n, char *out);
+
+/*
+ * Strict decode of exactly 2 * @n lowercase hex digits into @out.
+ * Returns 0, or -EINVAL on any other character.
+ */
+int hex_decode(const char *in, size_t n, uint8_t *out);
+
+/* Whether @fd was opened with O_PATH: 1, 0, or -errno (-EBADF). */
+int fd_is_opath(int fd);
+
+/* Append little-endian integers to a buffer with a bound; see mac.c. */
+struct buf {
+	uint8_t *data;
+	size_t size;
+	size_t max;
+	bool overflow;
+};
+
+void buf_put(struct buf *b, const void *p, size_t n);
+void buf_put_u8(struct buf *b, uint8_t v);
+void buf_put_u32(struct buf *b, uint32_t v);
+void buf_put_u64(struct buf *b, uint64_t v);
+
+/* Wipe a secret so that the compiler cannot drop the stores. */
+void secure_wipe(void *p, size_t n);
