@@ -46,10 +46,17 @@ struct clip_ctx {
 };
 
 /* The checks every exported function on a context starts with. */
-#define ctx_assert_return(ctx, r)                                                                  \
-	do {                                                                                       \
-		clip_assert_return(ctx, r);                                                        \
-		clip_assert_return((ctx)->pid == getpid(), -ECHILD);                               \
+#define ctx_assert_return(ctx, r) \
+	do { \
+		clip_assert_return(ctx, r); \
+		clip_assert_return((ctx)->pid == getpid(), -ECHILD); \
+	} while (0)
+
+/* The same for functions with a reterr (checked first: clip_assert_reterr()). */
+#define ctx_assert_return_error(ctx, reterr) \
+	do { \
+		clip_assert_return(ctx, api_return(-EINVAL, reterr)); \
+		clip_assert_return((ctx)->pid == getpid(), api_return(-ECHILD, reterr)); \
 	} while (0)
 
 /*
@@ -65,8 +72,8 @@ int ctx_open_state_dir(struct clip_ctx *ctx, bool create, struct clip_error **re
  * first use and cached in the context. @create lets the provider create a
  * master key that does not exist yet (signing does, verifying does not).
  */
-int ctx_get_key(struct clip_ctx *ctx, enum key_purpose purpose, bool create,
-		const uint8_t **ret, struct clip_error **reterr);
+int ctx_get_key(struct clip_ctx *ctx, enum key_purpose purpose, bool create, const uint8_t **ret,
+		struct clip_error **reterr);
 
 /* Drop every cached key (wiped). */
 void ctx_forget_keys(struct clip_ctx *ctx);

@@ -27,10 +27,9 @@ static struct clip_error oom_error = {
  * surprise and is reported as -EFAULT.
  */
 static const int api_errnos[] = {
-	E2BIG,	  EACCES, EBADF,      EBADMSG,	    ECHILD, EDQUOT,	  EEXIST,
-	EINVAL,	  EIO,	  ELOOP,      EMEDIUMTYPE,  ENAMETOOLONG, ENODATA, ENOENT,
-	ENOKEY,	  ENOMEM, ENOSPC,     ENOTDIR,	    EOPNOTSUPP,	  EPERM,   EROFS,
-	EFAULT,
+	E2BIG,  EACCES,  EBADF,       EBADMSG,      ECHILD,  EDQUOT, EFAULT,
+	EINVAL, EIO,     EMEDIUMTYPE, ENAMETOOLONG, ENODATA, ENOKEY, ENOMEM,
+	ENOSPC, ENOTDIR, EOPNOTSUPP,  EPERM,        EROFS,
 };
 
 static bool
@@ -112,7 +111,8 @@ api_return(int r, struct clip_error **reterr)
 	if (r >= 0)
 		return r;
 	if (!errno_in_api(-r)) {
-		error_set(reterr, -EFAULT, "unexpected error: %s", strerror_r(-r, buf, sizeof(buf)));
+		error_set(reterr, -EFAULT, "unexpected error: %s",
+			  strerror_r(-r, buf, sizeof(buf)));
 		r = -EFAULT;
 	} else
 		error_set(reterr, r, "%s", strerror_r(-r, buf, sizeof(buf)));

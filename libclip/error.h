@@ -27,8 +27,7 @@ int error_setf(struct clip_error **reterr, int error, int offset, const char *fo
 #define error_set(reterr, error, ...) error_setf(reterr, error, -1, __VA_ARGS__)
 
 /* As error_setf() with the text of errno @error appended after ": ". */
-int error_set_errno(struct clip_error **reterr, int error, const char *format, ...)
-	_printf_(3, 4);
+int error_set_errno(struct clip_error **reterr, int error, const char *format, ...) _printf_(3, 4);
 
 /* Filter at the API boundary; see above. */
 int api_return(int r, struct clip_error **reterr);

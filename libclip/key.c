@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/params.h>
 
 #include "error.h"
 #include "key.h"
@@ -19,14 +21,46 @@ static const char *const purpose_names[_KEY_PURPOSE_MAX] = {
 	[KEY_PURPOSE_LABEL] = "label",
 };
 
+/*
+ * The HMAC implementation, fetched once per process: an implicit fetch on
+ * every call (what HMAC() does) costs more than the MAC itself.
+ */
+static EVP_MAC *hmac_impl;
+static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+
+static void
+hmac_fetch(void)
+{
+	hmac_impl = EVP_MAC_fetch(NULL, "HMAC", NULL);
+}
+
+static void __attribute__((destructor)) hmac_release(void)
+{
+	EVP_MAC_free(hmac_impl);
+	hmac_impl = NULL;
+}
+
 int
 mac_sha256(const uint8_t key[CLIP_KEY_SIZE], const void *data, size_t n, uint8_t out[32])
 {
-	unsigned len = 0;
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
+		OSSL_PARAM_construct_end(),
+	};
+	EVP_MAC_CTX *c;
+	size_t len = 0;
+	int ok;
 
-	if (!HMAC(EVP_sha256(), key, CLIP_KEY_SIZE, data, n, out, &len) || len != 32)
+	if (pthread_once(&hmac_once, hmac_fetch) != 0 || !hmac_impl)
 		return -EIO;
-	return 0;
+	c = EVP_MAC_CTX_new(hmac_impl);
+	if (!c)
+		return -ENOMEM;
+	ok = EVP_MAC_init(c, key, CLIP_KEY_SIZE, params) && EVP_MAC_update(c, data, n) &&
+	     EVP_MAC_final(c, out, &len, 32) && len == 32;
+	/* Frees and wipes the key schedule. */
+	EVP_MAC_CTX_free(c);
+	return ok ? 0 : -EIO;
 }
 
 int
@@ -83,6 +117,9 @@ key_file_read(struct clip_ctx *ctx, int dirfd, uint8_t key[CLIP_KEY_SIZE],
 	int r;
 
 	fd = openat(dirfd, KEY_FILE_NAME, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0 && errno == ELOOP)
+		return error_set(reterr, -EPERM, "key file %s/%s is a symbolic link",
+				 ctx->state_dir, KEY_FILE_NAME);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)
@@ -125,8 +162,7 @@ key_file_create(struct clip_ctx *ctx, int dirfd, struct clip_error **reterr)
 
 	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return error_set_errno(reterr, -errno, "cannot create a key in %s",
-				       ctx->state_dir);
+		return error_set_errno(reterr, -errno, "cannot create a key in %s", ctx->state_dir);
 	if (getrandom(key, sizeof(key), 0) != sizeof(key))
 		return error_set(reterr, -EIO, "getrandom failed");
 	r = write_full(fd, key, sizeof(key));

@@ -8,8 +8,7 @@
 
 struct clip_ctx;
 
-void clip_log(const struct clip_ctx *ctx, int priority, const char *format, ...)
-	_printf_(3, 4);
+void clip_log(const struct clip_ctx *ctx, int priority, const char *format, ...) _printf_(3, 4);
 
 #define log_err(ctx, ...) clip_log(ctx, LOG_ERR, __VA_ARGS__)
 #define log_warning(ctx, ...) clip_log(ctx, LOG_WARNING, __VA_ARGS__)
@@ -18,10 +17,10 @@ void clip_log(const struct clip_ctx *ctx, int priority, const char *format, ...)
 #define log_debug(ctx, ...) clip_log(ctx, LOG_DEBUG, __VA_ARGS__)
 
 /* A misuse of the API by the caller: logged, then answered with @r. */
-#define ctx_assert_log_return(ctx, expr, r)                                                        \
-	do {                                                                                       \
-		if (_unlikely_(!(expr))) {                                                         \
-			log_err(ctx, "client bug: %s: assertion '%s' failed", __func__, #expr);    \
-			return (r);                                                                \
-		}                                                                                  \
+#define ctx_assert_log_return(ctx, expr, r) \
+	do { \
+		if (_unlikely_(!(expr))) { \
+			log_err(ctx, "client bug: %s: assertion '%s' failed", __func__, #expr); \
+			return (r); \
+		} \
 	} while (0)

@@ -39,34 +39,34 @@ closep(int *fd)
 #define _cleanup_close_ _cleanup_(closep)
 
 /* Take ownership of a pointer out of a cleanup variable. */
-#define steal_ptr(p)                                                                               \
-	({                                                                                         \
-		__typeof__(p) _tmp = (p);                                                          \
-		(p) = NULL;                                                                        \
-		_tmp;                                                                              \
+#define steal_ptr(p) \
+	({ \
+		__typeof__(p) _tmp = (p); \
+		(p) = NULL; \
+		_tmp; \
 	})
 
-#define steal_fd(fd)                                                                               \
-	({                                                                                         \
-		int _tmp = (fd);                                                                   \
-		(fd) = -1;                                                                         \
-		_tmp;                                                                              \
+#define steal_fd(fd) \
+	({ \
+		int _tmp = (fd); \
+		(fd) = -1; \
+		_tmp; \
 	})
 
 /* Define a cleanup helper for a type whose destructor returns NULL. */
-#define DEFINE_UNREF_CLEANUP(type, func)                                                           \
-	static inline void func##p(type **p)                                                       \
-	{                                                                                          \
-		if (*p)                                                                            \
-			func(*p);                                                                  \
+#define DEFINE_UNREF_CLEANUP(type, func) \
+	static inline void func##p(type **p) \
+	{ \
+		if (*p) \
+			func(*p); \
 	}
 
 /*
  * Argument checks at the API boundary (sd-bus assert_return): a failed
  * check is a bug in the caller, answered with an error, never a crash.
  */
-#define clip_assert_return(expr, r)                                                                \
-	do {                                                                                       \
-		if (_unlikely_(!(expr)))                                                           \
-			return (r);                                                                \
+#define clip_assert_return(expr, r) \
+	do { \
+		if (_unlikely_(!(expr))) \
+			return (r); \
 	} while (0)

@@ -105,7 +105,7 @@ struct clip_ctx *clip_ctx_unref(struct clip_ctx *ctx);
  * clip_log_fn - a log handler
  *
  * @param ctx the context that logs
- * @param priority a syslog(3) priority, LOG_ERR to LOG_DEBUG
+ * @param priority a syslog(3) priority, LOG_EMERG (0) to LOG_DEBUG (7)
  * @param message one line, without a trailing newline
  * @param userdata as given to clip_ctx_set_log_fn()
  */
@@ -151,7 +151,7 @@ int clip_ctx_get_log_priority(const struct clip_ctx *ctx);
  * when first needed. Changing it drops any key already loaded.
  *
  * @param ctx a context
- * @param path an absolute path, at most PATH_MAX bytes
+ * @param path an absolute path, shorter than PATH_MAX bytes
  * @return 0, or -EINVAL (not absolute, empty or too long), -ENOMEM, -ECHILD.
  * @since 0.1
  */
@@ -169,9 +169,12 @@ const char *clip_ctx_get_state_dir(const struct clip_ctx *ctx);
 /**
  * clip_ctx_set_key_provider - choose where the MAC key comes from
  *
- * "file": a 32-byte key in STATE_DIR/mac.key, created 0600 on first signing
- * and refused when its mode gives any access to group or others, when it
- * is not owned by the effective uid, or when it has the wrong size.
+ * "file": a 32-byte key in STATE_DIR/mac.key, created 0600 on first signing.
+ * When the key is loaded, it is refused with -EPERM when its mode gives any
+ * access to group or others, when it is not owned by the effective uid,
+ * when it is a symbolic link, or when the state directory is writable by
+ * group or others or owned by another uid; with -EBADMSG when it is not 32
+ * bytes long; verifying without a key gives -ENOKEY.
  *
  * @param ctx a context
  * @param name the provider's name

@@ -47,9 +47,11 @@ struct clip_error;
  * @return 0, or -EINVAL (bad arguments, unknown flags), -EBADF (@fd is not
  *	   open, or is an O_PATH descriptor), -EMEDIUMTYPE (neither a regular
  *	   file nor a directory), -EOPNOTSUPP (the filesystem stores no such
- *	   attribute), -EPERM (no right to write the attribute, or the key
- *	   file is unsafe), -EACCES, -ENOKEY, -ENOSPC, -EDQUOT, -EROFS, -EIO,
- *	   -ENOMEM, -ECHILD.
+ *	   attribute), -EPERM (no right to write the attribute; or the key
+ *	   file or state directory is unsafe: see clip_ctx_set_key_provider()),
+ *	   -EBADMSG (the key file has the wrong size), -EACCES, -ENOTDIR,
+ *	   -ENAMETOOLONG (the state directory cannot be opened), -ENOKEY,
+ *	   -ENOSPC, -EDQUOT, -EROFS, -EIO, -ENOMEM, -ECHILD.
  * @since 0.1
  */
 int clip_label_set(struct clip_ctx *ctx, int fd, const struct clip_level *level, unsigned flags,

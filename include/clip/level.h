@@ -82,8 +82,9 @@ struct clip_level *clip_level_unref(struct clip_level *level);
 /**
  * clip_level_format - the canonical text of a level
  *
- * Categories ascending, runs of two or more written "cA.cB" (as the
- * kernel writes them), no categories part when the set is empty.
+ * Categories ascending, runs of two or more written "cA.cB", no
+ * categories part when the set is empty. Other writers may spell the same
+ * set differently ("c0,c1" for "c0.c1"): compare levels, not their text.
  * clip_level_parse() of the result gives an equal level.
  *
  * @param level a level

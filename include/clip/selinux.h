@@ -43,8 +43,8 @@ int clip_selinux_context_get_level(const char *context, struct clip_level **ret,
  * @return 0, or -EINVAL, -ENOMEM.
  * @since 0.1
  */
-int clip_selinux_context_set_level(const char *context, const struct clip_level *level,
-				   char **ret, struct clip_error **reterr);
+int clip_selinux_context_set_level(const char *context, const struct clip_level *level, char **ret,
+				   struct clip_error **reterr);
 
 /**
  * clip_selinux_is_enabled - whether SELinux is running on this host
@@ -70,8 +70,7 @@ int clip_selinux_file_get_level(int fd, struct clip_level **ret, struct clip_err
  *	   -EACCES, -EINVAL, -ENOMEM.
  * @since 0.1
  */
-int clip_selinux_file_set_level(int fd, const struct clip_level *level,
-				struct clip_error **reterr);
+int clip_selinux_file_set_level(int fd, const struct clip_level *level, struct clip_error **reterr);
 
 #ifdef __cplusplus
 }

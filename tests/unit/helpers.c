@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <grp.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "helpers.h"
+
+#ifndef EXT4_SUPER_MAGIC
+#define EXT4_SUPER_MAGIC 0xEF53
+#endif
+
+static char cleanup_dirs[8][256];
+static int n_cleanup_dirs;
+
+static int
+remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	return remove(path) < 0 ? -1 : 0;
+}
+
+static void
+remove_tmpdirs(void)
+{
+	for (int i = 0; i < n_cleanup_dirs; i++)
+		if (nftw(cleanup_dirs[i], remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+			fprintf(stderr, "cannot remove %s: %s\n", cleanup_dirs[i], strerror(errno));
+}
+
+char *
+test_tmpdir(const char *fstype)
+{
+	static const struct {
+		const char *type;
+		unsigned long magic;
+		const char *bases[3];
+	} candidates[] = {
+		{ "tmpfs", TMPFS_MAGIC, { "/dev/shm", "/run", "/tmp" } },
+		{ "ext4", EXT4_SUPER_MAGIC, { "/var/tmp", "/tmp", "/root" } },
+	};
+
+	for (size_t i = 0; i < sizeof(candidates) / sizeof(candidates[0]); i++) {
+		if (strcmp(candidates[i].type, fstype) != 0)
+			continue;
+		for (int j = 0; j < 3; j++) {
+			struct statfs s;
+			char path[256];
+
+			if (statfs(candidates[i].bases[j], &s) < 0 ||
+			    (unsigned long)s.f_type != candidates[i].magic)
+				continue;
+			snprintf(path, sizeof(path), "%s/clip-test-XXXXXX", candidates[i].bases[j]);
+			if (!mkdtemp(path))
+				continue;
+			/* Readable by the unprivileged tests too. */
+			chmod(path, 0755);
+			if (n_cleanup_dirs == 0)
+				atexit(remove_tmpdirs);
+			if (n_cleanup_dirs < 8)
+				strcpy(cleanup_dirs[n_cleanup_dirs++], path);
+			return strdup(path);
+		}
+	}
+	cr_skip_test("no writable %s file system here", fstype);
+	return NULL;
+}
+
+static void
+log_to_criterion(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	cr_log_info("libclip <%d>: %s", priority, message);
+}
+
+struct clip_ctx *
+test_ctx(const char *state_dir)
+{
+	struct clip_ctx *ctx = NULL;
+
+	cr_assert_eq(clip_ctx_new(&ctx), 0);
+	cr_assert_eq(clip_ctx_set_log_fn(ctx, log_to_criterion, NULL), 0);
+	cr_assert_eq(clip_ctx_set_log_priority(ctx, LOG_DEBUG), 0);
+	if (state_dir)
+		cr_assert_eq(clip_ctx_set_state_dir(ctx, state_dir), 0);
+	return ctx;
+}
+
+int
+test_file(const char *dir, const char *name, const char *content)
+{
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0, "create %s: %s", path, strerror(errno));
+	cr_assert_eq(write(fd, content, strlen(content)), (ssize_t)strlen(content));
+	close(fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0, "open %s: %s", path, strerror(errno));
+	return fd;
+}
+
+bool
+test_is_root(void)
+{
+	return geteuid() == 0;
+}
+
+void
+test_drop_privileges(void)
+{
+	if (geteuid() != 0)
+		return;
+	if (setgroups(0, NULL) < 0 || setresgid(TEST_GID, TEST_GID, TEST_GID) < 0 ||
+	    setresuid(TEST_UID, TEST_UID, TEST_UID) < 0)
+		_exit(99);
+}
+
+int
+test_run_unprivileged(int (*fn)(void *), void *userdata)
+{
+	pid_t pid = fork();
+	int status;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		test_drop_privileges();
+		_exit(fn(userdata));
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Helpers shared by the Criterion unit tests. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <clip/clip.h>
+
+#include "macro.h"
+
+/* The unprivileged identity tests switch to. */
+#define TEST_UID 65534
+#define TEST_GID 65534
+
+/*
+ * A fresh directory on a file system of the given type ("tmpfs", "ext4"),
+ * removed with everything in it at exit. The test is skipped, with the
+ * reason, when no such file system is writable here.
+ */
+char *test_tmpdir(const char *fstype);
+
+/* A context logging into the test's output, state in @state_dir. */
+struct clip_ctx *test_ctx(const char *state_dir);
+
+/* Create @dir/@name with @content; returns an O_RDONLY fd. */
+int test_file(const char *dir, const char *name, const char *content);
+
+/* Drop to TEST_UID/TEST_GID for good (call in a child). */
+void test_drop_privileges(void);
+
+/*
+ * Run @fn in a child process as TEST_UID and return its exit status
+ * (the status of _exit(), or 128 + signal).
+ */
+int test_run_unprivileged(int (*fn)(void *), void *userdata);
+
+bool test_is_root(void);
+
+/* cr_assert for a negative errno with the errno's name in the message. */
+#define assert_errno(expr, err) \
+	do { \
+		int _r = (expr); \
+		cr_assert_eq(_r, (err), "%s: got %d (%s), want %d (%s)", #expr, _r, \
+			     _r < 0 ? strerror(-_r) : "success", (err), strerror(-(err))); \
+	} while (0)

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The context, the error model and logging: the conventions every module uses. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "error.h"
+#include "helpers.h"
+
+Test(ctx, new_ref_unref)
+{
+	struct clip_ctx *ctx = NULL;
+
+	cr_assert_eq(clip_ctx_new(&ctx), 0);
+	cr_assert_not_null(ctx);
+	cr_assert_eq(clip_ctx_ref(ctx), ctx);
+	cr_assert_null(clip_ctx_unref(ctx));
+	/* Still alive: one reference left. */
+	cr_assert_eq(clip_ctx_get_log_priority(ctx), LOG_ERR);
+	cr_assert_null(clip_ctx_unref(ctx));
+}
+
+Test(ctx, null_is_harmless)
+{
+	cr_assert_null(clip_ctx_ref(NULL));
+	cr_assert_null(clip_ctx_unref(NULL));
+	cr_assert_null(clip_error_free(NULL));
+	assert_errno(clip_ctx_new(NULL), -EINVAL);
+	assert_errno(clip_ctx_set_log_priority(NULL, LOG_DEBUG), -EINVAL);
+	assert_errno(clip_ctx_get_log_priority(NULL), -EINVAL);
+	cr_assert_null(clip_ctx_get_state_dir(NULL));
+	cr_assert_eq(clip_error_get_errno(NULL), 0);
+	cr_assert_str_eq(clip_error_get_message(NULL), "");
+	cr_assert_eq(clip_error_get_offset(NULL), -1);
+}
+
+Test(ctx, version_matches_headers)
+{
+	cr_assert_str_eq(clip_version(), CLIP_VERSION_STRING);
+	cr_assert(CLIP_VERSION_AT_LEAST(0, 1, 0));
+	cr_assert_not(CLIP_VERSION_AT_LEAST(CLIP_VERSION_MAJOR + 1, 0, 0));
+}
+
+Test(ctx, state_dir_default_and_env)
+{
+	struct clip_ctx *ctx = NULL;
+
+	/* tests/meson.build sets CLIP_STATE_DIR for every test. */
+	cr_assert_eq(clip_ctx_new(&ctx), 0);
+	cr_assert_str_eq(clip_ctx_get_state_dir(ctx), getenv("CLIP_STATE_DIR"));
+	clip_ctx_unref(ctx);
+
+	cr_assert_eq(setenv("CLIP_STATE_DIR", "relative/dir", 1), 0);
+	cr_assert_eq(clip_ctx_new(&ctx), 0);
+	cr_assert_str_eq(clip_ctx_get_state_dir(ctx), "/var/lib/clip",
+			 "a relative $CLIP_STATE_DIR must be ignored");
+	clip_ctx_unref(ctx);
+}
+
+Test(ctx, state_dir_must_be_absolute)
+{
+	struct clip_ctx *ctx = test_ctx(NULL);
+	char longpath[5000];
+
+	assert_errno(clip_ctx_set_state_dir(ctx, "relative"), -EINVAL);
+	assert_errno(clip_ctx_set_state_dir(ctx, ""), -EINVAL);
+	assert_errno(clip_ctx_set_state_dir(ctx, NULL), -EINVAL);
+	memset(longpath, 'a', sizeof(longpath) - 1);
+	longpath[0] = '/';
+	longpath[sizeof(longpath) - 1] = '\0';
+	assert_errno(clip_ctx_set_state_dir(ctx, longpath), -EINVAL);
+	cr_assert_eq(clip_ctx_set_state_dir(ctx, "/srv/clip"), 0);
+	cr_assert_str_eq(clip_ctx_get_state_dir(ctx), "/srv/clip");
+	clip_ctx_unref(ctx);
+}
+
+Test(ctx, key_provider)
+{
+	struct clip_ctx *ctx = test_ctx(NULL);
+
+	cr_assert_str_eq(clip_ctx_get_key_provider(ctx), "file");
+	assert_errno(clip_ctx_set_key_provider(ctx, "nonsense"), -EOPNOTSUPP);
+	assert_errno(clip_ctx_set_key_provider(ctx, NULL), -EINVAL);
+	cr_assert_eq(clip_ctx_set_key_provider(ctx, "file"), 0);
+	cr_assert_str_eq(clip_ctx_get_key_provider(ctx), "file");
+	clip_ctx_unref(ctx);
+}
+
+struct captured {
+	int n;
+	int last_priority;
+	char last[256];
+};
+
+static void
+capture(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	struct captured *c = userdata;
+
+	c->n++;
+	c->last_priority = priority;
+	snprintf(c->last, sizeof(c->last), "%s", message);
+}
+
+Test(ctx, log_handler_gets_client_bugs_at_priority)
+{
+	struct captured c = { 0 };
+	struct clip_ctx *ctx = NULL;
+
+	cr_assert_eq(clip_ctx_new(&ctx), 0);
+	cr_assert_eq(clip_ctx_set_log_fn(ctx, capture, &c), 0);
+	/* A bad priority is a client bug: refused and logged at LOG_ERR. */
+	assert_errno(clip_ctx_set_log_priority(ctx, 8), -EINVAL);
+	assert_errno(clip_ctx_set_log_priority(ctx, -1), -EINVAL);
+	cr_assert_eq(c.n, 2);
+	cr_assert_eq(c.last_priority, LOG_ERR);
+	cr_assert(strstr(c.last, "client bug"), "message: %s", c.last);
+	cr_assert(strstr(c.last, "clip_ctx_set_log_priority"), "message: %s", c.last);
+
+	/* Below the priority: dropped. */
+	cr_assert_eq(clip_ctx_set_log_priority(ctx, LOG_EMERG), 0);
+	assert_errno(clip_ctx_set_state_dir(ctx, "relative"), -EINVAL);
+	cr_assert_eq(c.n, 2);
+
+	/* No handler: nothing is called, nothing crashes. */
+	cr_assert_eq(clip_ctx_set_log_priority(ctx, LOG_DEBUG), 0);
+	cr_assert_eq(clip_ctx_set_log_fn(ctx, NULL, NULL), 0);
+	assert_errno(clip_ctx_set_state_dir(ctx, "relative"), -EINVAL);
+	cr_assert_eq(c.n, 2);
+	clip_ctx_unref(ctx);
+}
+
+Test(ctx, caller_strings_are_bounded_in_logs)
+{
+	struct captured c = { 0 };
+	struct clip_ctx *ctx = NULL;
+	char name[1200];
+
+	cr_assert_eq(clip_ctx_new(&ctx), 0);
+	cr_assert_eq(clip_ctx_set_log_fn(ctx, capture, &c), 0);
+	memset(name, 'x', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	/* The provider name is quoted up to 64 bytes, so the message is bounded. */
+	assert_errno(clip_ctx_set_key_provider(ctx, name), -EOPNOTSUPP);
+	cr_assert_eq(c.n, 1);
+	cr_assert_lt(strlen(c.last), 200);
+	clip_ctx_unref(ctx);
+}
+
+Test(ctx, used_after_fork_answers_echild)
+{
+	struct clip_ctx *ctx = test_ctx(NULL);
+	pid_t pid = fork();
+	int status;
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int ok = clip_ctx_set_log_priority(ctx, LOG_INFO) == -ECHILD &&
+			 clip_ctx_get_log_priority(ctx) == -ECHILD &&
+			 clip_ctx_set_state_dir(ctx, "/x") == -ECHILD &&
+			 clip_ctx_get_state_dir(ctx) == NULL;
+		_exit(ok ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "a context used in a forked child must answer -ECHILD");
+	cr_assert_eq(clip_ctx_set_log_priority(ctx, LOG_INFO), 0);
+	clip_ctx_unref(ctx);
+}
+
+/* The error model, from the inside: what every exported function relies on. */
+
+Test(error, first_message_wins)
+{
+	struct clip_error *e = NULL;
+
+	cr_assert_eq(error_setf(&e, -EINVAL, 4, "first %d", 1), -EINVAL);
+	cr_assert_eq(error_setf(&e, -ENOMEM, -1, "second"), -ENOMEM);
+	cr_assert_str_eq(clip_error_get_message(e), "first 1");
+	cr_assert_eq(clip_error_get_offset(e), 4);
+	cr_assert_eq(clip_error_get_errno(e), -EINVAL);
+	clip_error_free(e);
+	cr_assert_eq(error_setf(NULL, -EIO, -1, "nobody listens"), -EIO);
+}
+
+Test(error, messages_are_one_line)
+{
+	struct clip_error *e = NULL;
+
+	error_set(&e, -EINVAL, "line one\nline two\r");
+	cr_assert_str_eq(clip_error_get_message(e), "line one line two ");
+	clip_error_free(e);
+}
+
+Test(error, errno_suffix)
+{
+	struct clip_error *e = NULL;
+
+	error_set_errno(&e, -ENOENT, "cannot open %s", "x");
+	cr_assert_str_eq(clip_error_get_message(e), "cannot open x: No such file or directory");
+	clip_error_free(e);
+}
+
+Test(error, api_return_filters_unexpected_errnos)
+{
+	struct clip_error *e = NULL;
+
+	/* ETIMEDOUT is in no function's documented set. */
+	assert_errno(api_return(-ETIMEDOUT, &e), -EFAULT);
+	cr_assert_eq(clip_error_get_errno(e), -EFAULT);
+	cr_assert(strstr(clip_error_get_message(e), "unexpected error"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	e = NULL;
+
+	/* A message from a deeper layer keeps its text and takes the errno returned. */
+	error_set(&e, -ENOENT, "state directory /x does not exist");
+	assert_errno(api_return(-ENOKEY, &e), -ENOKEY);
+	cr_assert_eq(clip_error_get_errno(e), -ENOKEY);
+	cr_assert_str_eq(clip_error_get_message(e), "state directory /x does not exist");
+	clip_error_free(e);
+	e = NULL;
+
+	/* A failure always carries a message when one is asked for. */
+	assert_errno(api_return(-EACCES, &e), -EACCES);
+	cr_assert_str_eq(clip_error_get_message(e), "Permission denied");
+	clip_error_free(e);
+	e = NULL;
+
+	cr_assert_eq(api_return(3, &e), 3);
+	cr_assert_null(e);
+	assert_errno(api_return(-ETIMEDOUT, NULL), -EFAULT);
+}
+
+Test(error, reterr_must_point_to_null)
+{
+	struct clip_level *l = NULL;
+	struct clip_error *e = NULL;
+
+	cr_assert_lt(clip_level_parse(&l, "bad", &e), 0);
+	cr_assert_not_null(e);
+	/* Reusing a filled error is a client bug. */
+	assert_errno(clip_level_parse(&l, "s1", &e), -EINVAL);
+	cr_assert_null(l);
+	clip_error_free(e);
+}
