@@ -13,30 +13,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
-#include <clip/clip.h>
+#include "clipctl.h"
 
-#define EXIT_INVALID 1
-#define EXIT_USAGE 2
 #define NAMES_FILE_MAX (1024 * 1024)
 
-struct options {
-	const char *state_dir;
-	const char *names_path;
-	unsigned label_flags;
-	int verbose;
+static const struct group {
+	const char *name;
+	int (*run)(struct clipctl *c, int argc, char **argv);
+} groups[] = {
+	{ "level", clipctl_level },
+	{ "label", clipctl_label },
 };
-
-static struct clip_level_names *names;
-
-static void
-log_to_stderr(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
-{
-	fprintf(stderr, "clipctl: %s\n", message);
-}
 
 static void
 usage(FILE *f)
@@ -60,25 +50,52 @@ usage(FILE *f)
 	      f);
 }
 
-static int __attribute__((format(printf, 1, 2))) fail_usage(const char *fmt, ...)
+int
+fail_usage(const char *format, ...)
 {
 	va_list ap;
 
 	fputs("clipctl: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	va_start(ap, format);
+	vfprintf(stderr, format, ap);
 	va_end(ap);
 	fputs("\nTry 'clipctl --help'.\n", stderr);
 	return EXIT_USAGE;
 }
 
-static int
+int
 fail_error(const char *what, int r, struct clip_error *error)
 {
 	fprintf(stderr, "clipctl: %s: %s\n", what,
 		error ? clip_error_get_message(error) : strerror(-r));
 	clip_error_free(error);
 	return EXIT_INVALID;
+}
+
+static void
+log_to_stderr(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	fprintf(stderr, "clipctl: %s\n", message);
+}
+
+struct clip_ctx *
+clipctl_ctx(const struct clipctl *c)
+{
+	struct clip_ctx *ctx = NULL;
+	int r;
+
+	r = clip_ctx_new(&ctx);
+	if (r < 0) {
+		fail_error("cannot create a context", r, NULL);
+		return NULL;
+	}
+	clip_ctx_set_log_fn(ctx, log_to_stderr, NULL);
+	clip_ctx_set_log_priority(ctx, c->verbose ? LOG_DEBUG : LOG_ERR);
+	if (c->state_dir && clip_ctx_set_state_dir(ctx, c->state_dir) < 0) {
+		fail_usage("bad state directory '%s' (an absolute path)", c->state_dir);
+		return clip_ctx_unref(ctx);
+	}
+	return ctx;
 }
 
 /* A parser's message, then the input with a caret under the culprit. */
@@ -99,106 +116,29 @@ fail_level(const char *text, struct clip_error *error)
 	return EXIT_USAGE;
 }
 
-static int
-load_names(const char *path)
-{
-	struct clip_error *error = NULL;
-	char *buf;
-	size_t n = 0;
-	ssize_t k;
-	int fd, r;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		fprintf(stderr, "clipctl: cannot open %s: %s\n", path, strerror(errno));
-		return EXIT_INVALID;
-	}
-	buf = malloc(NAMES_FILE_MAX + 1);
-	if (!buf) {
-		close(fd);
-		return EXIT_INVALID;
-	}
-	while (n <= NAMES_FILE_MAX && (k = read(fd, buf + n, NAMES_FILE_MAX + 1 - n)) > 0)
-		n += (size_t)k;
-	close(fd);
-	r = clip_level_names_parse(&names, buf, n, &error);
-	free(buf);
-	if (r < 0) {
-		fprintf(stderr, "clipctl: %s: %s\n", path, clip_error_get_message(error));
-		clip_error_free(error);
-		return EXIT_USAGE;
-	}
-	return 0;
-}
-
-static int
-parse_level(const char *text, struct clip_level **ret)
+int
+parse_level(const struct clipctl *c, const char *text, struct clip_level **ret)
 {
 	struct clip_error *error = NULL;
 
-	if (clip_level_parse_name(ret, names, text, &error) < 0)
+	if (clip_level_parse_name(ret, c->names, text, &error) < 0)
 		return fail_level(text, error);
 	return 0;
 }
 
-static int
-print_level(const struct clip_level *level, const char *suffix)
+int
+print_level(const struct clipctl *c, const struct clip_level *level, const char *suffix)
 {
 	char *text = NULL;
 
-	if (clip_level_format_name(level, names, &text) < 0)
+	if (clip_level_format_name(level, c->names, &text) < 0)
 		return EXIT_INVALID;
 	printf("%s%s", text, suffix);
 	free(text);
 	return 0;
 }
 
-static int
-cmd_level_check(int argc, char **argv)
-{
-	struct clip_level *a = NULL, *b = NULL;
-	static const char *const words[] = {
-		[CLIP_LEVEL_EQUAL] = "equal",
-		[CLIP_LEVEL_DOMINATES] = "dominates",
-		[CLIP_LEVEL_DOMINATED] = "dominates",
-		[CLIP_LEVEL_INCOMPARABLE] = "incomparable",
-	};
-	int r, c;
-
-	if (argc != 2)
-		return fail_usage("level check takes two levels");
-	r = parse_level(argv[0], &a);
-	if (r == 0)
-		r = parse_level(argv[1], &b);
-	if (r == 0) {
-		c = clip_level_compare(a, b);
-		/* The dominating level is written first. */
-		r = print_level(c == CLIP_LEVEL_DOMINATED ? b : a, " ");
-		printf("%s ", words[c]);
-		if (r == 0)
-			r = print_level(c == CLIP_LEVEL_DOMINATED ? a : b, "\n");
-	}
-	clip_level_unref(a);
-	clip_level_unref(b);
-	return r;
-}
-
-static int
-cmd_level_format(int argc, char **argv)
-{
-	struct clip_level *level = NULL;
-	int r;
-
-	if (argc != 1)
-		return fail_usage("level format takes one level");
-	r = parse_level(argv[0], &level);
-	if (r == 0)
-		r = print_level(level, "\n");
-	clip_level_unref(level);
-	return r;
-}
-
-static int
+int
 open_file(const char *path, int *ret)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -212,44 +152,36 @@ open_file(const char *path, int *ret)
 }
 
 static int
-cmd_label(struct clip_ctx *ctx, const struct options *o, const char *verb, int argc, char **argv)
+load_names(struct clipctl *c)
 {
-	struct clip_level *level = NULL;
 	struct clip_error *error = NULL;
-	int fd = -1, r;
+	char *buf;
+	size_t n = 0;
+	ssize_t k;
+	int fd, r;
 
-	if (strcmp(verb, "set") == 0 ? argc != 2 : argc != 1)
-		return fail_usage("wrong number of arguments for label %s", verb);
-	if (strcmp(verb, "set") == 0) {
-		r = parse_level(argv[1], &level);
-		if (r != 0)
-			return r;
+	fd = open(c->names_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		fprintf(stderr, "clipctl: cannot open %s: %s\n", c->names_path, strerror(errno));
+		return EXIT_INVALID;
 	}
-	r = open_file(argv[0], &fd);
-	if (r != 0)
-		goto out;
-
-	if (strcmp(verb, "set") == 0)
-		r = clip_label_set(ctx, fd, level, o->label_flags, &error);
-	else if (strcmp(verb, "remove") == 0)
-		r = clip_label_remove(ctx, fd, o->label_flags, &error);
-	else
-		r = clip_label_get(ctx, fd, o->label_flags, &level, &error);
-	if (r < 0) {
-		r = fail_error(argv[0], r, error);
-		goto out;
-	}
-	if (strcmp(verb, "get") == 0)
-		r = print_level(level, "\n");
-	else if (strcmp(verb, "verify") == 0) {
-		printf("%s: valid (", argv[0]);
-		r = print_level(level, ")\n");
-	}
-out:
-	if (fd >= 0)
+	buf = malloc(NAMES_FILE_MAX + 1);
+	if (!buf) {
 		close(fd);
-	clip_level_unref(level);
-	return r;
+		return EXIT_INVALID;
+	}
+	/* One byte more than allowed, so that the parser sees a file too long. */
+	while (n <= NAMES_FILE_MAX && (k = read(fd, buf + n, NAMES_FILE_MAX + 1 - n)) > 0)
+		n += (size_t)k;
+	close(fd);
+	r = clip_level_names_parse(&c->names, buf, n, &error);
+	free(buf);
+	if (r < 0) {
+		fprintf(stderr, "clipctl: %s: %s\n", c->names_path, clip_error_get_message(error));
+		clip_error_free(error);
+		return EXIT_USAGE;
+	}
+	return 0;
 }
 
 int
@@ -264,24 +196,22 @@ main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
-	struct options o = { 0 };
-	struct clip_ctx *ctx = NULL;
-	const char *group, *verb;
-	int c, r;
+	struct clipctl c = { 0 };
+	int opt, r = -1;
 
-	while ((c = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
-		switch (c) {
+	while ((opt = getopt_long(argc, argv, "+vh", longopts, NULL)) != -1) {
+		switch (opt) {
 		case 'd':
-			o.state_dir = optarg;
+			c.state_dir = optarg;
 			break;
 		case 'r':
-			o.label_flags |= CLIP_LABEL_ROOTLESS;
+			c.label_flags |= CLIP_LABEL_ROOTLESS;
 			break;
 		case 'n':
-			o.names_path = optarg;
+			c.names_path = optarg;
 			break;
 		case 'v':
-			o.verbose = 1;
+			c.verbose = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -298,51 +228,17 @@ main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
-	group = argv[optind];
-	verb = argv[optind + 1];
-	argc -= optind + 2;
-	argv += optind + 2;
-
-	if (o.names_path) {
-		r = load_names(o.names_path);
+	if (c.names_path) {
+		r = load_names(&c);
 		if (r != 0)
 			return r;
 	}
-
-	if (strcmp(group, "level") == 0) {
-		if (strcmp(verb, "check") == 0)
-			r = cmd_level_check(argc, argv);
-		else if (strcmp(verb, "format") == 0)
-			r = cmd_level_format(argc, argv);
-		else
-			r = fail_usage("unknown command 'level %s'", verb);
-	} else if (strcmp(group, "label") == 0) {
-		if (strcmp(verb, "set") && strcmp(verb, "get") && strcmp(verb, "verify") &&
-		    strcmp(verb, "remove")) {
-			r = fail_usage("unknown command 'label %s'", verb);
-			goto out;
-		}
-		r = clip_ctx_new(&ctx);
-		if (r < 0) {
-			r = fail_error("cannot create a context", r, NULL);
-			goto out;
-		}
-		clip_ctx_set_log_fn(ctx, log_to_stderr, NULL);
-		clip_ctx_set_log_priority(ctx, o.verbose ? LOG_DEBUG : LOG_ERR);
-		if (o.state_dir) {
-			r = clip_ctx_set_state_dir(ctx, o.state_dir);
-			if (r < 0) {
-				r = fail_usage("bad state directory '%s' (an absolute path)",
-					       o.state_dir);
-				goto out;
-			}
-		}
-		r = cmd_label(ctx, &o, verb, argc, argv);
-	} else
-		r = fail_usage("unknown command '%s'", group);
-out:
-	clip_ctx_unref(ctx);
-	clip_level_names_unref(names);
+	for (size_t i = 0; i < sizeof(groups) / sizeof(groups[0]); i++)
+		if (strcmp(groups[i].name, argv[optind]) == 0)
+			r = groups[i].run(&c, argc - optind - 1, argv + optind + 1);
+	if (r < 0)
+		r = fail_usage("unknown command '%s'", argv[optind]);
+	clip_level_names_unref(c.names);
 	if (fflush(stdout) != 0 && r == 0)
 		r = EXIT_INVALID;
 	return r;

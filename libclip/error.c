@@ -41,7 +41,7 @@ errno_in_api(int error)
 	return false;
 }
 
-static int
+static int _printf_(5, 0)
 error_vsetf(struct clip_error **reterr, int error, int offset, const char *suffix,
 	    const char *format, va_list ap)
 {

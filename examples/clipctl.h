@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the clipctl commands share. Each group of commands (level, label,
+ * and one per later module) lives in its own clipctl-GROUP.c and is one
+ * entry of the table in clipctl.c.
+ */
+#pragma once
+
+#include <clip/clip.h>
+
+#define EXIT_INVALID 1
+#define EXIT_USAGE 2
+
+struct clipctl {
+	const char *state_dir;
+	const char *names_path;
+	unsigned label_flags;
+	int verbose;
+	struct clip_level_names *names;
+};
+
+/* "clipctl: MESSAGE" and a hint on stderr; returns EXIT_USAGE. */
+int fail_usage(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* "clipctl: WHAT: REASON" on stderr, frees @error; returns EXIT_INVALID. */
+int fail_error(const char *what, int r, struct clip_error *error);
+
+/* A context as the options say, logging to stderr; NULL after a message. */
+struct clip_ctx *clipctl_ctx(const struct clipctl *c);
+
+/* Parse a level or a name of --names; EXIT_USAGE with a caret on failure. */
+int parse_level(const struct clipctl *c, const char *text, struct clip_level **ret);
+
+/* Print a level (its name with --names) followed by @suffix. */
+int print_level(const struct clipctl *c, const struct clip_level *level, const char *suffix);
+
+/* Open a file to label or check: EXIT_INVALID with a message on failure. */
+int open_file(const char *path, int *ret);
+
+/* The command groups: argv[0] is the verb. */
+int clipctl_level(struct clipctl *c, int argc, char **argv);
+int clipctl_label(struct clipctl *c, int argc, char **argv);
