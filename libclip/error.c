@@ -41,9 +41,8 @@ errno_in_api(int error)
 	return false;
 }
 
-static int _printf_(5, 0)
-error_vsetf(struct clip_error **reterr, int error, int offset, const char *suffix,
-	    const char *format, va_list ap)
+static int _printf_(5, 0) error_vsetf(struct clip_error **reterr, int error, int offset,
+				      const char *suffix, const char *format, va_list ap)
 {
 	struct clip_error *e;
 	char *text = NULL;

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# A few lines of TAP for the shell tests: each check is one TAP line, so a
+# failure names the exact step, and meson and tools/run-tests count them.
+n_tests=0
+n_failed=0
+
+tap_plan_end() {
+	echo "1..$n_tests"
+	[ "$n_failed" -eq 0 ]
+}
+
+ok() { n_tests=$((n_tests + 1)); echo "ok $n_tests - $*"; }
+not_ok() { n_tests=$((n_tests + 1)); n_failed=$((n_failed + 1)); echo "not ok $n_tests - $*"; }
+skip() { n_tests=$((n_tests + 1)); echo "ok $n_tests - $1 # SKIP $2"; }
+
+# expect STATUS DESCRIPTION -- COMMAND...: run COMMAND, keep its stdout in
+# $out and stderr in $err, and check its exit status.
+expect() {
+	local want=$1 desc=$2 status
+	shift 3
+	out=$("$@" 2>"$tap_tmp/err") && status=0 || status=$?
+	err=$(cat "$tap_tmp/err")
+	if [ "$status" -eq "$want" ]; then
+		ok "$desc"
+	else
+		not_ok "$desc (exit $status, want $want)"
+		printf '#   stdout: %s\n#   stderr: %s\n' "$out" "$err"
+	fi
+}
+
+# like DESCRIPTION STRING PATTERN: a grep -E on STRING.
+like() {
+	if printf '%s' "$2" | grep -qE -- "$3"; then
+		ok "$1"
+	else
+		not_ok "$1"
+		printf '#   got: %s\n#   want (regex): %s\n' "$2" "$3"
+	fi
+}
+
+is() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1"
+		printf '#   got:  %s\n#   want: %s\n' "$2" "$3"
+	fi
+}
+
+tap_tmp=$(mktemp -d)
+trap 'rm -rf "$tap_tmp"' EXIT
