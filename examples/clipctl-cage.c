@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* clipctl cage: run, start, exec, stop and list cages. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clipctl.h"
+
+#define GRACE_MS_DEFAULT 2000
+
+struct cage_opts {
+	const char *profile;
+	unsigned uid, gid;
+	unsigned grace_ms;
+	int keep_stdio;
+};
+
+static int
+parse_uint(const char *s, unsigned *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || !*s || v > 0xffffffffUL)
+		return -1;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+/* Options, then the operands from argv[optind]. */
+static int
+parse_opts(int argc, char **argv, struct cage_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "profile", required_argument, NULL, 'p' },
+		{ "uid", required_argument, NULL, 'u' },
+		{ "gid", required_argument, NULL, 'g' },
+		{ "grace-ms", required_argument, NULL, 't' },
+		{ 0 },
+	};
+	int opt;
+
+	*o = (struct cage_opts){ .grace_ms = GRACE_MS_DEFAULT };
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'p':
+			o->profile = optarg;
+			break;
+		case 'u':
+			if (parse_uint(optarg, &o->uid) < 0)
+				return fail_usage("bad --uid '%s'", optarg);
+			break;
+		case 'g':
+			if (parse_uint(optarg, &o->gid) < 0)
+				return fail_usage("bad --gid '%s'", optarg);
+			break;
+		case 't':
+			if (parse_uint(optarg, &o->grace_ms) < 0)
+				return fail_usage("bad --grace-ms '%s'", optarg);
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+static int
+load_profile(const char *path, struct clip_cage_profile **ret)
+{
+	struct clip_error *error = NULL;
+	int fd, r;
+
+	if (!path)
+		return fail_usage("--profile FILE is required");
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		fprintf(stderr, "clipctl: cannot open %s: %s\n", path, strerror(errno));
+		return EXIT_INVALID;
+	}
+	r = clip_cage_profile_load(ret, fd, path, &error);
+	close(fd);
+	if (r < 0) {
+		fprintf(stderr, "clipctl: %s\n", clip_error_get_message(error));
+		clip_error_free(error);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* Run @argv in @cage with our stdin, stdout and stderr; its exit status. */
+static int
+run_in(struct clip_cage *cage, const struct cage_opts *o, char **argv)
+{
+	static const int fds[] = { 0, 1, 2 };
+	const char *term = getenv("TERM");
+	char term_var[64];
+	const char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/",
+			       "LC_ALL=C.UTF-8", NULL, NULL };
+	struct clip_cage_spawn_opts spawn = {
+		.size = sizeof(spawn),
+		.argv = (const char *const *)argv,
+		.envp = envp,
+		.fds = fds,
+		.n_fds = 3,
+		.uid = o->uid,
+		.gid = o->gid,
+	};
+	struct clip_error *error = NULL;
+	int pidfd, status = 0, r;
+
+	if (term && strlen(term) < 32) {
+		snprintf(term_var, sizeof(term_var), "TERM=%s", term);
+		envp[3] = term_var;
+	}
+	r = clip_cage_spawn(cage, &spawn, &pidfd, &error);
+	if (r < 0) {
+		fail_error(argv[0], r, error);
+		return 127;
+	}
+	r = clip_cage_wait_process(cage, pidfd, &status);
+	close(pidfd);
+	if (r < 0)
+		return fail_error("wait", r, NULL);
+	return status;
+}
+
+/* A started cage from --profile: 0, or an exit status after a message. */
+static int
+start_cage(struct clipctl *c, const struct cage_opts *o, unsigned flags, struct clip_ctx **ret_ctx,
+	   struct clip_cage **ret)
+{
+	struct clip_cage_profile *profile = NULL;
+	struct clip_error *error = NULL;
+	int r;
+
+	r = load_profile(o->profile, &profile);
+	if (r != 0)
+		return r;
+	*ret_ctx = clipctl_ctx(c);
+	if (!*ret_ctx) {
+		clip_cage_profile_unref(profile);
+		return EXIT_USAGE;
+	}
+	r = clip_cage_new(ret, *ret_ctx, profile, &error);
+	clip_cage_profile_unref(profile);
+	if (r >= 0)
+		r = clip_cage_start(*ret, flags, &error);
+	if (r < 0) {
+		*ret = clip_cage_unref(*ret);
+		*ret_ctx = clip_ctx_unref(*ret_ctx);
+		return fail_error("cage start", r, error);
+	}
+	return 0;
+}
+
+static int
+cage_run(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_cage *cage = NULL;
+	struct clip_ctx *ctx = NULL;
+	struct cage_opts o;
+	int r, status;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (optind >= argc)
+		return fail_usage("cage run: no command given");
+	r = start_cage(c, &o, 0, &ctx, &cage);
+	if (r != 0)
+		return r;
+	status = run_in(cage, &o, argv + optind);
+	/* The command is done: whatever it left behind goes with the cage. */
+	r = clip_cage_stop(cage, 0, &error);
+	if (r < 0)
+		fail_error("cage stop", r, error);
+	clip_cage_unref(cage);
+	clip_ctx_unref(ctx);
+	return status;
+}
+
+static int
+cage_start(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_cage *cage = NULL;
+	struct clip_ctx *ctx = NULL;
+	struct cage_opts o;
+	int *pids = NULL;
+	size_t n = 0;
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (optind != argc)
+		return fail_usage("cage start takes no operand");
+	r = start_cage(c, &o, CLIP_CAGE_START_REGISTER, &ctx, &cage);
+	if (r != 0)
+		return r;
+	r = clip_cage_get_pids(cage, &pids, &n);
+	if (r == 0 && n > 0)
+		printf("%s %d\n", clip_cage_profile_get_name(clip_cage_get_profile(cage)), pids[0]);
+	else
+		r = fail_error("cage start", r < 0 ? r : -ECHILD, NULL);
+	free(pids);
+	clip_cage_unref(cage);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
+static int
+cage_attach(struct clipctl *c, const char *name, struct clip_ctx **ret_ctx, struct clip_cage **ret)
+{
+	struct clip_error *error = NULL;
+	int r;
+
+	*ret_ctx = clipctl_ctx(c);
+	if (!*ret_ctx)
+		return EXIT_USAGE;
+	r = clip_cage_attach(ret, *ret_ctx, name, &error);
+	if (r < 0) {
+		*ret_ctx = clip_ctx_unref(*ret_ctx);
+		return fail_error(name, r, error);
+	}
+	return 0;
+}
+
+static int
+cage_exec(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_cage *cage = NULL;
+	struct clip_ctx *ctx = NULL;
+	struct cage_opts o;
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind < 2)
+		return fail_usage("usage: cage exec NAME [--] CMD [ARGS...]");
+	r = cage_attach(c, argv[optind], &ctx, &cage);
+	if (r != 0)
+		return r;
+	r = run_in(cage, &o, argv + optind + 1 + (strcmp(argv[optind + 1], "--") == 0));
+	clip_cage_unref(cage);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
+static int
+cage_stop(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_cage *cage = NULL;
+	struct clip_ctx *ctx = NULL;
+	struct cage_opts o;
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 1)
+		return fail_usage("usage: cage stop [--grace-ms MS] NAME");
+	r = cage_attach(c, argv[optind], &ctx, &cage);
+	if (r != 0)
+		return r;
+	r = clip_cage_stop(cage, o.grace_ms, &error);
+	r = r < 0 ? fail_error("cage stop", r, error) : 0;
+	clip_cage_unref(cage);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
+static int
+cage_list(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	char **names = NULL;
+	int r;
+
+	if (argc != 1)
+		return fail_usage("cage list takes no operand");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_cage_list(ctx, &names, &error);
+	if (r < 0) {
+		clip_ctx_unref(ctx);
+		return fail_error("cage list", r, error);
+	}
+	for (char **n = names; *n; n++) {
+		struct clip_cage *cage = NULL;
+		int *pids = NULL;
+		size_t k = 0;
+
+		if (clip_cage_attach(&cage, ctx, *n, NULL) == 0 &&
+		    clip_cage_get_pids(cage, &pids, &k) == 0) {
+			printf("%s\t", *n);
+			print_level(c, clip_cage_profile_get_level(clip_cage_get_profile(cage)),
+				    "");
+			printf("\t%d\t%zu\n", k ? pids[0] : 0, k);
+		}
+		free(pids);
+		clip_cage_unref(cage);
+		free(*n);
+	}
+	free(names);
+	clip_ctx_unref(ctx);
+	return 0;
+}
+
+int
+clipctl_cage(struct clipctl *c, int argc, char **argv)
+{
+	static const struct {
+		const char *verb;
+		int (*run)(struct clipctl *, int, char **);
+	} verbs[] = {
+		{ "run", cage_run },   { "start", cage_start }, { "exec", cage_exec },
+		{ "stop", cage_stop }, { "list", cage_list },
+	};
+
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (strcmp(argv[0], verbs[i].verb) == 0)
+			return verbs[i].run(c, argc, argv);
+	return fail_usage("unknown command 'cage %s'", argv[0]);
+}

@@ -1,0 +1,453 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Cages: isolated process trees, one per confidentiality level.
+ *
+ * A profile (a file in the style of systemd-nspawn's .nspawn files, see
+ * clip.cage(5), or the builder functions below) says what a cage sees:
+ * its root, its binds, its network, its limits, the capabilities and
+ * system calls it keeps. A cage made from a profile is started (a new
+ * user, mount, pid, ipc, uts, cgroup and network namespace around a small
+ * init), processes are spawned into it from outside, and it is stopped as
+ * a whole. Processes are handed out as pidfds, never as pid numbers.
+ *
+ * See clip-cage(3) and doc/cage.md.
+ */
+#ifndef CLIP_CAGE_H
+#define CLIP_CAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct clip_ctx;
+struct clip_error;
+struct clip_level;
+struct clip_cage;
+struct clip_cage_profile;
+
+/* Bounds of a profile. */
+#define CLIP_CAGE_PROFILE_SIZE_MAX (64 * 1024)
+#define CLIP_CAGE_NAME_MAX 32
+#define CLIP_CAGE_BINDS_MAX 64
+#define CLIP_CAGE_SYSCALLS_MAX 128
+
+/* Network modes. */
+#define CLIP_CAGE_NET_NONE 0
+#define CLIP_CAGE_NET_LOOPBACK 1
+#define CLIP_CAGE_NET_VETH 2
+
+/* Flags of clip_cage_profile_add_bind(). */
+#define CLIP_CAGE_BIND_RW (1u << 0)
+
+/* Flags of clip_cage_start(). */
+#define CLIP_CAGE_START_REGISTER (1u << 0)
+
+/* States of clip_cage_get_state(). */
+#define CLIP_CAGE_NEW 0
+#define CLIP_CAGE_RUNNING 1
+#define CLIP_CAGE_STOPPED 2
+
+/* Protections that could not be applied: clip_cage_get_missing(). */
+#define CLIP_CAGE_MISSING_MEMORY (1u << 0)
+#define CLIP_CAGE_MISSING_TASKS (1u << 1)
+#define CLIP_CAGE_MISSING_CPU (1u << 2)
+#define CLIP_CAGE_MISSING_LANDLOCK (1u << 3)
+#define CLIP_CAGE_MISSING_CGROUP (1u << 4)
+
+/* Resource limits; 0 means "no limit". */
+struct clip_cage_limits {
+	uint32_t size; /* sizeof(struct clip_cage_limits) */
+	uint32_t cpu_quota_percent; /* of one CPU, 1 to 100000 */
+	uint64_t memory_max; /* bytes */
+	uint64_t tasks_max;
+};
+
+/* What to run in a cage: clip_cage_spawn(). */
+struct clip_cage_spawn_opts {
+	uint32_t size; /* sizeof(struct clip_cage_spawn_opts) */
+	uint32_t n_fds; /* entries in fds, at most 64 */
+	const char *const *argv; /* argv[0] is searched in /usr/bin:/bin:/usr/sbin:/sbin */
+	const char *const *envp; /* NULL: an empty environment */
+	const int *fds; /* fds[i] becomes fd i in the process; all others are closed */
+	const char *cwd; /* NULL: "/" */
+	uint32_t uid; /* inside the cage's user namespace */
+	uint32_t gid;
+};
+
+/**
+ * clip_cage_profile_new - an empty profile
+ *
+ * The defaults: level s0, read-only binds of the host's /usr, /bin, /sbin,
+ * /lib, /lib32, /lib64, /libx32 and /etc (those that exist), no network
+ * (CLIP_CAGE_NET_NONE), no limit, no capability, the default system-call
+ * deny-list, W^X off.
+ *
+ * @param ret where the new profile is stored; untouched on failure
+ * @param name 1 to CLIP_CAGE_NAME_MAX characters of [A-Za-z0-9_.-], not
+ *	  starting with '.' or '-'
+ * @return 0, or -EINVAL, -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_new(struct clip_cage_profile **ret, const char *name);
+
+/**
+ * clip_cage_profile_parse - parse a profile, see clip.cage(5)
+ *
+ * Strict: an unknown section or key, a key given twice, a bad value or a
+ * line that is not "[Section]", "Key=Value", a comment or blank is an
+ * error whose message names @filename, the line and the key, and whose
+ * offset (clip_error_get_offset()) is the offending byte.
+ *
+ * @param ret where the new profile is stored; untouched on failure
+ * @param filename used in messages only (NULL: "profile")
+ * @param data the text, not necessarily NUL-terminated
+ * @param size its length, at most CLIP_CAGE_PROFILE_SIZE_MAX
+ * @param reterr optional
+ * @return 0, or -EINVAL (malformed), -E2BIG (too long), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_parse(struct clip_cage_profile **ret, const char *filename, const char *data,
+			    size_t size, struct clip_error **reterr);
+
+/**
+ * clip_cage_profile_load - read and parse a profile from a file descriptor
+ *
+ * @param fd a regular file open for reading
+ * @param filename used in messages only
+ * @return 0, or -EBADF, -EMEDIUMTYPE (not a regular file), -EIO, and the
+ *	   errors of clip_cage_profile_parse().
+ * @since 0.1
+ */
+int clip_cage_profile_load(struct clip_cage_profile **ret, int fd, const char *filename,
+			   struct clip_error **reterr);
+
+/**
+ * clip_cage_profile_format - the profile as text that
+ * clip_cage_profile_parse() reads back into an equal profile
+ *
+ * @param ret where a newly allocated string is stored (free() it)
+ * @return 0, or -EINVAL, -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_format(const struct clip_cage_profile *profile, char **ret);
+
+/**
+ * clip_cage_profile_ref - take a reference
+ * @return @profile.
+ * @since 0.1
+ */
+struct clip_cage_profile *clip_cage_profile_ref(struct clip_cage_profile *profile);
+
+/**
+ * clip_cage_profile_unref - drop a reference
+ * @param profile a profile, or NULL (a no-op)
+ * @return NULL.
+ * @since 0.1
+ */
+struct clip_cage_profile *clip_cage_profile_unref(struct clip_cage_profile *profile);
+
+/**
+ * clip_cage_profile_get_name - the profile's name
+ * @return a string owned by @profile, or NULL when @profile is NULL.
+ * @since 0.1
+ */
+const char *clip_cage_profile_get_name(const struct clip_cage_profile *profile);
+
+/**
+ * clip_cage_profile_set_level - the confidentiality level of the cage
+ * @return 0, or -EINVAL, -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_set_level(struct clip_cage_profile *profile, const struct clip_level *level);
+
+/**
+ * clip_cage_profile_get_level - the level
+ * @return the level, owned by @profile, or NULL when @profile is NULL.
+ * @since 0.1
+ */
+const struct clip_level *clip_cage_profile_get_level(const struct clip_cage_profile *profile);
+
+/**
+ * clip_cage_profile_set_root - a directory bound read-only as the cage's
+ * root instead of the host's /usr and friends
+ *
+ * @param path an absolute path, or NULL for the default
+ * @return 0, or -EINVAL (not absolute, "..", too long), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_set_root(struct clip_cage_profile *profile, const char *path);
+
+/**
+ * clip_cage_profile_set_data_dir - the level's data directory, bound
+ * read-write, noexec, nosuid and nodev at /data
+ *
+ * @param path an absolute path, or NULL for none
+ * @return 0, or -EINVAL, -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_set_data_dir(struct clip_cage_profile *profile, const char *path);
+
+/**
+ * clip_cage_profile_add_bind - bind a host path into the cage
+ *
+ * Read-only unless CLIP_CAGE_BIND_RW; read-write binds are always
+ * noexec, nosuid and nodev.
+ *
+ * @param source an absolute host path
+ * @param target an absolute path in the cage, or NULL for @source; not
+ *	  /, /proc, /dev or beneath them
+ * @param flags 0 or CLIP_CAGE_BIND_RW
+ * @return 0, or -EINVAL, -E2BIG (more than CLIP_CAGE_BINDS_MAX binds and
+ *	   tmpfs), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_add_bind(struct clip_cage_profile *profile, const char *source,
+			       const char *target, unsigned flags);
+
+/**
+ * clip_cage_profile_add_tmpfs - an empty tmpfs (nosuid, nodev, noexec)
+ *
+ * @return as clip_cage_profile_add_bind().
+ * @since 0.1
+ */
+int clip_cage_profile_add_tmpfs(struct clip_cage_profile *profile, const char *target);
+
+/**
+ * clip_cage_profile_set_network - the cage's network
+ *
+ * @param mode CLIP_CAGE_NET_NONE (a network namespace without any
+ *	  interface up), CLIP_CAGE_NET_LOOPBACK (lo up) or CLIP_CAGE_NET_VETH
+ *	  (lo up and a veth pair, needs root)
+ * @param address the cage's IPv4 address with a prefix ("10.7.0.2/24")
+ *	  for CLIP_CAGE_NET_VETH, NULL otherwise
+ * @return 0, or -EINVAL, -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_set_network(struct clip_cage_profile *profile, int mode, const char *address);
+
+/**
+ * clip_cage_profile_set_limits - memory, tasks and CPU limits
+ *
+ * @param limits its size member set to sizeof(struct clip_cage_limits)
+ * @return 0, or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_profile_set_limits(struct clip_cage_profile *profile,
+				 const struct clip_cage_limits *limits);
+
+/**
+ * clip_cage_profile_add_capability - keep a capability (none by default)
+ *
+ * @param name "CAP_NET_BIND_SERVICE" or "net_bind_service"
+ * @return 0, or -EINVAL (unknown name).
+ * @since 0.1
+ */
+int clip_cage_profile_add_capability(struct clip_cage_profile *profile, const char *name);
+
+/**
+ * clip_cage_profile_add_syscall_deny - deny one more system call (EPERM)
+ *
+ * @param name a system call of this architecture, as seccomp knows it
+ * @return 0, or -EINVAL (unknown), -E2BIG (more than
+ *	   CLIP_CAGE_SYSCALLS_MAX), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_add_syscall_deny(struct clip_cage_profile *profile, const char *name);
+
+/**
+ * clip_cage_profile_set_wx - W^X: set and lock SECBIT_EXEC_RESTRICT_FILE
+ * and SECBIT_EXEC_DENY_INTERACTIVE in every process of the cage
+ *
+ * @param on 1 or 0
+ * @return 0, or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_profile_set_wx(struct clip_cage_profile *profile, int on);
+
+/**
+ * clip_cage_new - a cage, not started, from a profile
+ *
+ * @param ret where the new cage is stored; untouched on failure
+ * @param ctx a context (its state directory holds the registry)
+ * @param profile the profile; a reference is taken
+ * @return 0, or -EINVAL, -ENOMEM, -ECHILD.
+ * @since 0.1
+ */
+int clip_cage_new(struct clip_cage **ret, struct clip_ctx *ctx, struct clip_cage_profile *profile,
+		  struct clip_error **reterr);
+
+/**
+ * clip_cage_ref - take a reference
+ * @return @cage.
+ * @since 0.1
+ */
+struct clip_cage *clip_cage_ref(struct clip_cage *cage);
+
+/**
+ * clip_cage_unref - drop a reference. A running cage keeps running.
+ * @return NULL.
+ * @since 0.1
+ */
+struct clip_cage *clip_cage_unref(struct clip_cage *cage);
+
+/**
+ * clip_cage_start - create the namespaces, the cgroups and the cage's init
+ *
+ * Run by root, the cage's user namespace maps 65536 ids from the
+ * profile's UidBase; run by anyone else, it maps the caller's uid and gid
+ * to 0 (rootless). Limits the host cannot apply are logged and reported
+ * by clip_cage_get_missing(), not failed. With CLIP_CAGE_START_REGISTER
+ * the cage is recorded under its name in the state directory, so that
+ * clip_cage_attach() and clip_cage_list() find it, and it outlives the
+ * caller; without it, the cage is killed when the thread that started it
+ * exits (PR_SET_PDEATHSIG).
+ *
+ * @param flags 0 or CLIP_CAGE_START_REGISTER
+ * @return 0, or -EINVAL (bad flags, not a new cage), -EPERM (the host
+ *	   refuses user namespaces to this user: the message says why),
+ *	   -EOPNOTSUPP (veth without root), -EEXIST (a cage of that name is
+ *	   registered and running), -ENOMEM, -EIO (a set-up step failed
+ *	   in the child: the message names it), -EACCES, -ENOTDIR (the state
+ *	   directory, with CLIP_CAGE_START_REGISTER), -ECHILD.
+ * @since 0.1
+ */
+int clip_cage_start(struct clip_cage *cage, unsigned flags, struct clip_error **reterr);
+
+/**
+ * clip_cage_attach - a running, registered cage, by name
+ *
+ * @return 0, or -EINVAL, -ENODATA (no such cage running), -EPERM, -EACCES
+ *	   (the state directory), -ENOMEM, -EBADMSG (corrupt registry entry).
+ * @since 0.1
+ */
+int clip_cage_attach(struct clip_cage **ret, struct clip_ctx *ctx, const char *name,
+		     struct clip_error **reterr);
+
+/**
+ * clip_cage_list - the names of the running, registered cages
+ *
+ * Stale entries (their init is gone) are removed on the way.
+ *
+ * @param ret a newly allocated NULL-terminated array of strings; free each
+ *	  string and the array
+ * @return the number of names, or -EINVAL, -ENOMEM, -EPERM, -EACCES.
+ * @since 0.1
+ */
+int clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr);
+
+/**
+ * clip_cage_spawn - run a process in a running cage
+ *
+ * The process enters every namespace of the cage through setns(2) on the
+ * init's pidfd, joins the cage's cgroups, starts a new session, keeps
+ * only the chosen fds, changes to the uid and gid given, drops the
+ * capabilities not in the profile, sets no_new_privs, the securebits,
+ * Landlock and the seccomp filter, and executes argv.
+ *
+ * @param opts what to run; opts->size set
+ * @param ret_pidfd where a pidfd of the new process is stored (O_CLOEXEC);
+ *	  the process is a child of the caller: reap it with
+ *	  clip_cage_wait_process() or waitid(P_PIDFD)
+ * @return 0, or -EINVAL, -E2BIG (more than 4096 arguments), -ENOMEM,
+ *	   -EBADF (a bad fd in opts), -ECHILD (the cage is not running),
+ *	   -ENOENT (no such command), -EACCES, -EPERM (execution refused),
+ *	   -EIO (another set-up step failed: the message names it).
+ * @since 0.1
+ */
+int clip_cage_spawn(struct clip_cage *cage, const struct clip_cage_spawn_opts *opts, int *ret_pidfd,
+		    struct clip_error **reterr);
+
+/**
+ * clip_cage_wait_process - wait for a spawned process and reap it
+ *
+ * @param pidfd from clip_cage_spawn()
+ * @param ret_status its exit status, or 128 + the signal that killed it
+ * @return 0, or -EINVAL, -ECHILD (not a child of the caller).
+ * @since 0.1
+ */
+int clip_cage_wait_process(struct clip_cage *cage, int pidfd, int *ret_status);
+
+/**
+ * clip_cage_signal - send a signal to every process of the cage but its
+ * init
+ *
+ * @param signal a signal number, or 0 to count the processes
+ * @return the number of processes signalled, or -EINVAL, -ECHILD (not
+ *	   running), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_signal(struct clip_cage *cage, int signal);
+
+/**
+ * clip_cage_stop - stop the cage: SIGTERM to every process, then after
+ * @grace_ms, SIGKILL to the whole tree; then clip_cage_wait()
+ *
+ * @return 0, or -EINVAL, -ECHILD (not running), -EPERM.
+ * @since 0.1
+ */
+int clip_cage_stop(struct clip_cage *cage, unsigned grace_ms, struct clip_error **reterr);
+
+/**
+ * clip_cage_wait - wait until the cage has ended, then clean up its
+ * cgroups and registry entry
+ *
+ * The processes the caller spawned are reaped on the way (the kernel
+ * does not finish a pid namespace before): clip_cage_wait_process()
+ * still returns their status.
+ *
+ * @param timeout_ms how long to wait; -1 for ever
+ * @return 0, or -EINVAL, -ECHILD (never started), -ENODATA (still running
+ *	   at the timeout), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_wait(struct clip_cage *cage, int timeout_ms);
+
+/**
+ * clip_cage_get_state - CLIP_CAGE_NEW, CLIP_CAGE_RUNNING or CLIP_CAGE_STOPPED
+ * @return the state, or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_get_state(struct clip_cage *cage);
+
+/**
+ * clip_cage_get_fd - a pollable fd for event loops: a pidfd of the cage's
+ * init, readable (POLLIN) once the cage has ended
+ *
+ * @return the fd, owned by @cage, or -EINVAL, -ECHILD (never started).
+ * @since 0.1
+ */
+int clip_cage_get_fd(const struct clip_cage *cage);
+
+/**
+ * clip_cage_get_pids - the host pids of the cage's processes, its init first
+ *
+ * @param ret a newly allocated array (free() it)
+ * @param ret_n its number of entries
+ * @return 0, or -EINVAL, -ECHILD (not running), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_get_pids(struct clip_cage *cage, int **ret, size_t *ret_n);
+
+/**
+ * clip_cage_get_profile - the cage's profile
+ * @return the profile, owned by @cage, or NULL when @cage is NULL.
+ * @since 0.1
+ */
+const struct clip_cage_profile *clip_cage_get_profile(const struct clip_cage *cage);
+
+/**
+ * clip_cage_get_missing - the protections clip_cage_start() could not
+ * apply on this host (CLIP_CAGE_MISSING_* flags)
+ * @return the flags (0: everything applied), or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_get_missing(const struct clip_cage *cage);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

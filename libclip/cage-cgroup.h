@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* A cage's cgroups on a unified, hybrid or legacy host: cage-cgroup.c. */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <clip/cage.h>
+
+struct clip_ctx;
+
+enum {
+	CG_V1_MEMORY,
+	CG_V1_PIDS,
+	CG_V1_CPU,
+	_CG_V1_MAX,
+};
+
+struct cage_cgroups {
+	char *v2; /* the cage's cgroup2 directory, or NULL */
+	int v2_fd;
+	char *v1[_CG_V1_MAX]; /* v1 directories used for a limit, or NULL */
+};
+
+/*
+ * Make the cgroups named @leaf beside the launcher's own and apply the
+ * limits. Returns the CLIP_CAGE_MISSING_* flags of what could not be done.
+ */
+unsigned cage_cgroups_create(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
+			     const struct clip_cage_limits *limits);
+
+/* Move @pid (0: the caller) into every cgroup of the cage. */
+int cage_cgroups_join(const struct cage_cgroups *cg, pid_t pid, bool skip_v2);
+
+/* cgroup.kill: -EOPNOTSUPP without a cgroup2 cgroup. */
+int cage_cgroups_kill(const struct cage_cgroups *cg);
+
+/* Remove the (empty) cgroups and free the paths. */
+void cage_cgroups_destroy(struct cage_cgroups *cg);
+
+/* Free the paths only. */
+void cage_cgroups_forget(struct cage_cgroups *cg);

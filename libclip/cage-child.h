@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What runs in a cage's processes, between clone() and execve():
+ * cage-child.c. Everything is prepared by the parent; the children make
+ * system calls only (no allocation), since the launcher may have threads.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cage-internal.h"
+
+enum cage_step {
+	STEP_NONE,
+	STEP_SYNC,
+	STEP_IDS,
+	STEP_HOSTNAME,
+	STEP_NETWORK,
+	STEP_MOUNT_PRIVATE,
+	STEP_MOUNT_SOURCES,
+	STEP_MOUNT_ROOT,
+	STEP_MOUNT_BINDS,
+	STEP_MOUNT_PROC,
+	STEP_MOUNT_DEV,
+	STEP_MOUNT_TMP,
+	STEP_PIVOT_ROOT,
+	STEP_SESSION,
+	STEP_FDS,
+	STEP_CHDIR,
+	STEP_SECUREBITS,
+	STEP_CAPABILITIES,
+	STEP_NO_NEW_PRIVS,
+	STEP_LANDLOCK,
+	STEP_SECCOMP,
+	STEP_CGROUP,
+	STEP_SETNS,
+	STEP_FORK,
+	STEP_EXEC,
+	_STEP_MAX,
+};
+
+extern const char *const cage_step_names[_STEP_MAX];
+
+enum cage_msg_type {
+	MSG_READY,
+	MSG_ERROR,
+	MSG_PID,
+};
+
+struct cage_msg {
+	int type;
+	int step;
+	int error; /* positive errno */
+	int value;
+};
+
+/* The cage's init: set up the namespaces' contents, then reap. */
+struct cage_init_args {
+	const struct clip_cage_profile *profile;
+	int sock; /* to the parent: a "go" byte in, cage_msg out */
+	bool rootless;
+	bool veth;
+	bool netns; /* false only in a test-hooks build, see cage.c */
+	bool die_with_parent; /* an unregistered cage ends with its launcher */
+	int landlock_abi;
+};
+
+_Noreturn void cage_init_main(const struct cage_init_args *a);
+
+/* A process spawned into a running cage, after setns(). */
+struct cage_exec_args {
+	const struct clip_cage_profile *profile;
+	const char *const *argv;
+	const char *const *envp;
+	const int *fds;
+	unsigned n_fds;
+	const char *cwd;
+	uint32_t uid, gid;
+	bool rootless;
+	int err_fd; /* cage_msg on failure; closed by a successful execve() */
+	int landlock_abi;
+	const char *test_disable;
+};
+
+_Noreturn void cage_exec_main(const struct cage_exec_args *a);
+
+/* Send a message on @fd, then _exit(). */
+_Noreturn void cage_child_fail(int fd, enum cage_step step, int error);
+
+void cage_msg_send(int fd, int type, int step, int error, int value);
+
+/* The highest Landlock ABI of the running kernel, or 0. */
+int cage_landlock_abi(void);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The cage module's internals: the profile, shared by the parser and the runtime. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <linux/filter.h>
+
+#include <clip/cage.h>
+#include <clip/level.h>
+
+#include "macro.h"
+
+#define CAGE_PATH_MAX 4096
+#define CAGE_UID_RANGE 65536u
+/* The first uid of the ranges derived from a cage's name (systemd's container range). */
+#define CAGE_UID_BASE_MIN 0x80000u
+#define CAGE_UID_BASE_SLOTS 0x6000u
+
+struct cage_mount {
+	char *source; /* NULL for a tmpfs */
+	char *target;
+	bool rw;
+};
+
+struct clip_cage_profile {
+	unsigned n_ref;
+	char *name;
+	struct clip_level *level;
+	char *root;
+	char *data_dir;
+	uint32_t uid_base; /* 0: derived from the name */
+
+	struct cage_mount mounts[CLIP_CAGE_BINDS_MAX];
+	size_t n_mounts;
+
+	int net_mode;
+	char *address; /* as written, "a.b.c.d/n" */
+	uint32_t addr_be;
+	unsigned prefix;
+
+	struct clip_cage_limits limits;
+
+	uint64_t caps; /* bit n: capability n kept */
+	int syscalls[CLIP_CAGE_SYSCALLS_MAX];
+	size_t n_syscalls;
+	bool wx;
+
+	/* The compiled seccomp filter, made once per profile (cage-seccomp.c). */
+	struct sock_filter *bpf;
+	size_t bpf_len;
+};
+
+DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
+
+/* The uid range of a cage run by root: the profile's, or one derived from its name. */
+uint32_t cage_profile_uid_base(const struct clip_cage_profile *p);
+
+/* Compile (first call) the profile's seccomp filter into p->bpf. */
+int cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr);
+
+/* Whether a syscall name/number is in the default deny-list (for tests). */
+bool cage_seccomp_is_default_denied(int nr);

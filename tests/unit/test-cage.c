@@ -1,0 +1,515 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Cage profiles: every refusal of the parser names file, line and key;
+ * the builder refuses the same things; the canonical text reads back to
+ * itself; the seccomp filter compiles once. Then the lifecycle through the
+ * API: start, spawn, wait, signal, stop, and the misuse of each.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <seccomp.h>
+
+#include "cage-internal.h"
+#include "helpers.h"
+
+static const char valid[] = "# a full profile\n"
+			    "[Cage]\n"
+			    "Name=secret-1\n"
+			    "Level = s2:c1.c3\n"
+			    "Root=/srv/root\n"
+			    "DataDirectory=/var/lib/clip/s2\n"
+			    "UidBase=655360\n"
+			    "\n"
+			    "[Files]\n"
+			    "BindReadOnly=/opt /usr/share/doc:/doc\n"
+			    "Bind=/var/spool/x:/spool\n"
+			    "TemporaryFileSystem=/var/tmp /home\n"
+			    "[Network]\n"
+			    "Mode=veth\n"
+			    "Address=10.7.0.2/24\n"
+			    "[Limits]\n"
+			    "MemoryMax=512M\n"
+			    "TasksMax=100\n"
+			    "CPUQuota=50%\n"
+			    "[Security]\n"
+			    "; comment\n"
+			    "Capability=CAP_NET_BIND_SERVICE chown\n"
+			    "SystemCallFilter=~mknod chmod\n"
+			    "WriteXorExecute=yes\n";
+
+static struct clip_cage_profile *
+parse_ok(const char *text)
+{
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *e = NULL;
+	int r = clip_cage_profile_parse(&p, "t.cage", text, strlen(text), &e);
+
+	cr_assert_eq(r, 0, "parse failed: %s", clip_error_get_message(e));
+	return p;
+}
+
+Test(cage_profile, valid_full)
+{
+	struct clip_cage_profile *p = parse_ok(valid);
+	char *text = NULL;
+
+	cr_assert_str_eq(clip_cage_profile_get_name(p), "secret-1");
+	cr_assert_eq(clip_level_get_sensitivity(clip_cage_profile_get_level(p)), 2);
+	cr_assert_str_eq(p->root, "/srv/root");
+	cr_assert_str_eq(p->data_dir, "/var/lib/clip/s2");
+	cr_assert_eq(p->uid_base, 655360);
+	cr_assert_eq(cage_profile_uid_base(p), 655360);
+	cr_assert_eq(p->n_mounts, 5);
+	cr_assert_str_eq(p->mounts[1].target, "/doc");
+	cr_assert_eq(p->mounts[2].rw, true);
+	cr_assert_null(p->mounts[3].source);
+	cr_assert_eq(p->net_mode, CLIP_CAGE_NET_VETH);
+	cr_assert_eq(p->prefix, 24);
+	cr_assert_eq(p->limits.memory_max, 512ull << 20);
+	cr_assert_eq(p->limits.tasks_max, 100);
+	cr_assert_eq(p->limits.cpu_quota_percent, 50);
+	cr_assert_eq(p->caps, (1ull << 10) | (1ull << 0));
+	cr_assert_eq(p->n_syscalls, 2);
+	cr_assert(p->wx);
+	cr_assert_eq(clip_cage_profile_format(p, &text), 0);
+	cr_assert(strstr(text, "Capability=cap_chown cap_net_bind_service\n"), "%s", text);
+	cr_assert(strstr(text, "BindReadOnly=/opt /usr/share/doc:/doc\n"), "%s", text);
+	free(text);
+	clip_cage_profile_unref(p);
+}
+
+Test(cage_profile, format_reads_back)
+{
+	struct clip_cage_profile *p = parse_ok(valid), *q;
+	char *a = NULL, *b = NULL;
+
+	cr_assert_eq(clip_cage_profile_format(p, &a), 0);
+	q = parse_ok(a);
+	cr_assert_eq(clip_cage_profile_format(q, &b), 0);
+	cr_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	clip_cage_profile_unref(p);
+	clip_cage_profile_unref(q);
+}
+
+Test(cage_profile, minimal_defaults)
+{
+	struct clip_cage_profile *p = parse_ok("[Cage]\nName=a\n");
+
+	cr_assert_eq(clip_level_get_sensitivity(p->level), 0);
+	cr_assert_eq(p->net_mode, CLIP_CAGE_NET_NONE);
+	cr_assert_eq(p->caps, 0);
+	cr_assert_not(p->wx);
+	/* Derived uid ranges: aligned, in systemd's container range. */
+	cr_assert_eq(cage_profile_uid_base(p) % CAGE_UID_RANGE, 0);
+	cr_assert_geq(cage_profile_uid_base(p), CAGE_UID_BASE_MIN);
+	clip_cage_profile_unref(p);
+}
+
+struct refusal {
+	const char *text;
+	int error;
+	const char *message; /* a substring of the message */
+	int offset; /* -1: not checked */
+};
+
+#define H "[Cage]\nName=a\n"
+static const struct refusal refusals[] = {
+	{ "", -EINVAL, "t.cage: no Name= in [Cage]", -1 },
+	{ "[Cage]\n", -EINVAL, "no Name=", -1 },
+	{ "Name=a\n", -EINVAL, "t.cage:1: a key before any section", 0 },
+	{ "[Cage]\nName=a\nName=b\n", -EINVAL, "t.cage:3: [Cage] Name: given twice", 14 },
+	{ H "Colour=blue\n", -EINVAL, "t.cage:3: [Cage] has no key 'Colour'", 14 },
+	{ H "[Cage]\n", -EINVAL, "t.cage:3: section [Cage] given twice", 14 },
+	{ H "[Other]\n", -EINVAL, "t.cage:3: unknown section [Other]", -1 },
+	{ H "[Files\n", -EINVAL, "a section header is", -1 },
+	{ H "just words\n", -EINVAL, "t.cage:3: expected", -1 },
+	{ "[Cage]\nName=a b\n", -EINVAL, "[Cage] Name: 'a b' is not a name", 12 },
+	{ "[Cage]\nName=.a\n", -EINVAL, "[Cage] Name:", -1 },
+	{ "[Cage]\nName=abcdefghijabcdefghijabcdefghijabc\n", -EINVAL, "[Cage] Name:", -1 },
+	{ "[Cage]\nName=\n", -EINVAL, "t.cage:2: [Cage] Name: empty value", 12 },
+	{ H "Level=s16\n", -EINVAL, "t.cage:3: [Cage] Level:", -1 },
+	{ H "Level=s1:c2,c1\n", -EINVAL, "[Cage] Level:", -1 },
+	{ H "Root=relative\n", -EINVAL, "t.cage:3: [Cage] Root: 'relative' is not", 19 },
+	{ H "Root=/a/../b\n", -EINVAL, "[Cage] Root:", -1 },
+	{ H "Root=/a/\n", -EINVAL, "[Cage] Root:", -1 },
+	{ H "Root=/a//b\n", -EINVAL, "[Cage] Root:", -1 },
+	{ H "Root=/a/./b\n", -EINVAL, "[Cage] Root:", -1 },
+	{ H "DataDirectory=/a:b\n", -EINVAL, "[Cage] DataDirectory:", -1 },
+	{ H "UidBase=1000\n", -EINVAL, "[Cage] UidBase: '1000' is not a non-zero multiple", -1 },
+	{ H "UidBase=0\n", -EINVAL, "[Cage] UidBase:", -1 },
+	{ H "UidBase=4294901760\n", -EINVAL, "[Cage] UidBase:", -1 },
+	{ H "UidBase=065536\n", -EINVAL, "[Cage] UidBase:", -1 },
+	{ H "[Files]\nBindReadOnly=/a:/proc/x\n", -EINVAL, "t.cage:4: [Files] BindReadOnly:", -1 },
+	{ H "[Files]\nBind=/a:/\n", -EINVAL, "[Files] Bind: '/a' is not SOURCE[:TARGET]", -1 },
+	{ H "[Files]\nBind=/a:/dev/shm\n", -EINVAL, "[Files] Bind:", -1 },
+	{ H "[Files]\nBind=/a:/data\n", -EINVAL, "[Files] Bind:", -1 },
+	{ H "[Files]\nBind=/x /y:/x\n", -EINVAL, "[Files] Bind: '/y'", 30 },
+	{ H "[Files]\nBind=a\n", -EINVAL, "[Files] Bind:", -1 },
+	{ H "[Files]\nTemporaryFileSystem=/proc\n", -EINVAL, "[Files] TemporaryFileSystem:", -1 },
+	{ H "[Network]\nMode=bridge\n", -EINVAL, "[Network] Mode: 'bridge' is not none", -1 },
+	{ H "[Network]\nMode=veth\n", -EINVAL, "Address= is needed with Mode=veth", -1 },
+	{ H "[Network]\nAddress=10.0.0.1/24\n", -EINVAL, "Address= is needed", -1 },
+	{ H "[Network]\nMode=veth\nAddress=10.0.0.1\n", -EINVAL, "[Network] Address:", -1 },
+	{ H "[Network]\nMode=veth\nAddress=10.0.0.256/24\n", -EINVAL, "[Network] Address:", -1 },
+	{ H "[Network]\nMode=veth\nAddress=10.0.0.1/31\n", -EINVAL, "[Network] Address:", -1 },
+	{ H "[Network]\nMode=veth\nAddress=10.0.0.1/024\n", -EINVAL, "[Network] Address:", -1 },
+	{ H "[Limits]\nMemoryMax=1K\n", -EINVAL, "[Limits] MemoryMax: '1K' is not a size", -1 },
+	{ H "[Limits]\nMemoryMax=12Q\n", -EINVAL, "[Limits] MemoryMax:", -1 },
+	{ H "[Limits]\nMemoryMax=99999999999999999999\n", -EINVAL, "[Limits] MemoryMax:", -1 },
+	{ H "[Limits]\nMemoryMax=20000000T\n", -EINVAL, "[Limits] MemoryMax:", -1 },
+	{ H "[Limits]\nMemoryMax=-1\n", -EINVAL, "[Limits] MemoryMax:", -1 },
+	{ H "[Limits]\nTasksMax=0\n", -EINVAL, "[Limits] TasksMax:", -1 },
+	{ H "[Limits]\nTasksMax=4194305\n", -EINVAL, "[Limits] TasksMax:", -1 },
+	{ H "[Limits]\nCPUQuota=50\n", -EINVAL, "[Limits] CPUQuota:", -1 },
+	{ H "[Limits]\nCPUQuota=0%\n", -EINVAL, "[Limits] CPUQuota:", -1 },
+	{ H "[Limits]\nCPUQuota=100001%\n", -EINVAL, "[Limits] CPUQuota:", -1 },
+	{ H "[Security]\nCapability=CAP_FLY\n", -EINVAL, "[Security] Capability: 'CAP_FLY'", -1 },
+	{ H "[Security]\nCapability=21\n", -EINVAL, "[Security] Capability:", -1 },
+	{ H "[Security]\nSystemCallFilter=mount\n", -EINVAL, "only additions to the deny-list",
+	  -1 },
+	{ H "[Security]\nSystemCallFilter=~no_such_call\n", -EINVAL,
+	  "[Security] SystemCallFilter: 'no_such_call'", -1 },
+	{ H "[Security]\nSystemCallFilter=~MOUNT\n", -EINVAL, "SystemCallFilter:", -1 },
+	{ H "[Security]\nWriteXorExecute=maybe\n", -EINVAL, "[Security] WriteXorExecute:", -1 },
+	{ H "[Security]\nwritexorexecute=yes\n", -EINVAL, "has no key 'writexorexecute'", -1 },
+	{ H "Level=s1\rx\n", -EINVAL, "t.cage:3: control character 0x0d", 22 },
+	{ H "Level=s1\0\n", -EINVAL, "control character 0x00", -1 },
+	{ H "Level=s\xc3\xa9\n", -EINVAL, "profiles are ASCII", -1 },
+};
+
+Test(cage_profile, refusals)
+{
+	for (size_t i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++) {
+		const struct refusal *t = &refusals[i];
+		struct clip_cage_profile *p = NULL;
+		struct clip_error *e = NULL;
+		/* Embedded NULs count: the length is the literal's, up to its last newline. */
+		size_t n = strlen(t->text);
+		int r;
+
+		if (strstr(t->message, "0x00"))
+			n += strlen(t->text + n + 1) + 1;
+		r = clip_cage_profile_parse(&p, "t.cage", t->text, n, &e);
+		cr_expect_eq(r, t->error, "#%zu: got %d for %s", i, r, t->text);
+		cr_expect_null(p, "#%zu: profile set on failure", i);
+		cr_expect(strstr(clip_error_get_message(e), t->message),
+			  "#%zu: message '%s', want '%s'", i, clip_error_get_message(e),
+			  t->message);
+		if (t->offset >= 0)
+			cr_expect_eq(clip_error_get_offset(e), t->offset,
+				     "#%zu: offset %d, want %d", i, clip_error_get_offset(e),
+				     t->offset);
+		clip_error_free(e);
+		clip_cage_profile_unref(p);
+	}
+}
+
+Test(cage_profile, bounded_input)
+{
+	size_t n = CLIP_CAGE_PROFILE_SIZE_MAX + 1;
+	char *big = malloc(n);
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *e = NULL;
+
+	memset(big, '#', n);
+	assert_errno(clip_cage_profile_parse(&p, "big", big, n, &e), -E2BIG);
+	cr_assert(strstr(clip_error_get_message(e), "big: longer than"));
+	clip_error_free(e);
+	e = NULL;
+	/* A line longer than 4096 bytes within the bound. */
+	memcpy(big, "[Cage]\nName=a\n#", 15);
+	big[5000] = '\n';
+	assert_errno(clip_cage_profile_parse(&p, "big", big, 6000, &e), -EINVAL);
+	cr_assert(strstr(clip_error_get_message(e), "big:3: line longer than"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	free(big);
+}
+
+Test(cage_profile, api_misuse)
+{
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *e = NULL, *set = (struct clip_error *)1;
+
+	assert_errno(clip_cage_profile_parse(NULL, "x", "", 0, NULL), -EINVAL);
+	assert_errno(clip_cage_profile_parse(&p, "x", NULL, 3, NULL), -EINVAL);
+	/* reterr must point to NULL. */
+	assert_errno(clip_cage_profile_parse(&p, "x", "", 0, &set), -EINVAL);
+	assert_errno(clip_cage_profile_load(&p, -1, "x", NULL), -EBADF);
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_errno(clip_cage_profile_load(&p, fd, "null", &e), -EMEDIUMTYPE);
+	close(fd);
+	clip_error_free(e);
+	cr_assert_null(clip_cage_profile_unref(NULL));
+	cr_assert_null(clip_cage_profile_get_name(NULL));
+}
+
+Test(cage_builder, refusals)
+{
+	struct clip_cage_profile *p = NULL;
+	struct clip_cage_limits l = { .size = sizeof(l) };
+	char target[32];
+
+	assert_errno(clip_cage_profile_new(&p, ""), -EINVAL);
+	assert_errno(clip_cage_profile_new(&p, "a/b"), -EINVAL);
+	assert_errno(clip_cage_profile_new(&p, "-x"), -EINVAL);
+	assert_errno(clip_cage_profile_new(NULL, "a"), -EINVAL);
+	cr_assert_eq(clip_cage_profile_new(&p, "b"), 0);
+	assert_errno(clip_cage_profile_set_root(p, "rel"), -EINVAL);
+	assert_errno(clip_cage_profile_set_data_dir(p, "/a/.."), -EINVAL);
+	assert_errno(clip_cage_profile_add_bind(p, "/a", "/proc", 0), -EINVAL);
+	assert_errno(clip_cage_profile_add_bind(p, "/a", NULL, 2), -EINVAL);
+	assert_errno(clip_cage_profile_add_tmpfs(p, "/"), -EINVAL);
+	for (int i = 0; i < CLIP_CAGE_BINDS_MAX; i++) {
+		snprintf(target, sizeof(target), "/m%d", i);
+		cr_assert_eq(clip_cage_profile_add_tmpfs(p, target), 0);
+	}
+	assert_errno(clip_cage_profile_add_tmpfs(p, "/one-more"), -E2BIG);
+	assert_errno(clip_cage_profile_add_bind(p, "/a", "/m0", 0), -EINVAL);
+	assert_errno(clip_cage_profile_set_network(p, 3, NULL), -EINVAL);
+	assert_errno(clip_cage_profile_set_network(p, CLIP_CAGE_NET_VETH, NULL), -EINVAL);
+	assert_errno(clip_cage_profile_set_network(p, CLIP_CAGE_NET_NONE, "10.0.0.1/24"), -EINVAL);
+	assert_errno(clip_cage_profile_set_network(p, CLIP_CAGE_NET_VETH, "10.0.0.1/40"), -EINVAL);
+	cr_assert_eq(clip_cage_profile_set_network(p, CLIP_CAGE_NET_VETH, "10.0.0.1/16"), 0);
+	l.size = 4;
+	assert_errno(clip_cage_profile_set_limits(p, &l), -EINVAL);
+	l.size = sizeof(l) + 8;
+	assert_errno(clip_cage_profile_set_limits(p, &l), -EINVAL);
+	l.size = sizeof(l);
+	l.cpu_quota_percent = 100001;
+	assert_errno(clip_cage_profile_set_limits(p, &l), -EINVAL);
+	/* An older, shorter struct: the missing fields are 0. */
+	l = (struct clip_cage_limits){
+		.size = 16, .cpu_quota_percent = 5, .memory_max = 1 << 20, .tasks_max = 7
+	};
+	cr_assert_eq(clip_cage_profile_set_limits(p, &l), 0);
+	cr_assert_eq(p->limits.tasks_max, 0);
+	cr_assert_eq(p->limits.memory_max, 1 << 20);
+	assert_errno(clip_cage_profile_add_capability(p, "cap_none"), -EINVAL);
+	cr_assert_eq(clip_cage_profile_add_capability(p, "CAP_KILL"), 0);
+	assert_errno(clip_cage_profile_add_syscall_deny(p, "nope"), -EINVAL);
+	assert_errno(clip_cage_profile_set_wx(p, 2), -EINVAL);
+	assert_errno(clip_cage_profile_set_level(p, NULL), -EINVAL);
+	clip_cage_profile_unref(p);
+}
+
+/*
+ * In a child: libseccomp probes the kernel with seccomp(2) on first use,
+ * which valgrind does not know; a forked child's valgrind stays silent.
+ */
+static int
+seccomp_checks(void)
+{
+	struct clip_cage_profile *p = NULL;
+	struct sock_filter *first;
+	const char text[] = H "[Security]\nSystemCallFilter=~chmod\n";
+
+	if (clip_cage_profile_parse(&p, "t", text, strlen(text), NULL) < 0)
+		return 10;
+	if (cage_seccomp_compile(p, NULL) < 0 || !p->bpf || p->bpf_len <= 10)
+		return 11;
+	first = p->bpf;
+	if (cage_seccomp_compile(p, NULL) < 0 || p->bpf != first)
+		return 12; /* compiled twice */
+	if (!cage_seccomp_is_default_denied(SCMP_SYS(mount)) ||
+	    !cage_seccomp_is_default_denied(SCMP_SYS(bpf)) ||
+	    !cage_seccomp_is_default_denied(SCMP_SYS(open_by_handle_at)) ||
+	    cage_seccomp_is_default_denied(SCMP_SYS(read)))
+		return 13;
+	/* An addition invalidates the cache. */
+	if (clip_cage_profile_add_syscall_deny(p, "mknod") < 0 || p->bpf)
+		return 14;
+	clip_cage_profile_unref(p);
+	return 0;
+}
+
+Test(cage_seccomp, compiled_once_and_denies)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(seccomp_checks());
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "check %d failed", WEXITSTATUS(status));
+}
+
+/* -- the lifecycle ----------------------------------------------------- */
+
+static bool
+userns_available(void)
+{
+	return test_is_root() || access("/proc/self/ns/user", F_OK) == 0;
+}
+
+/* valgrind 3.19 (Debian 12) answers ENOSYS to open_tree, pidfd_send_signal, landlock. */
+static bool
+under_valgrind(void)
+{
+	const char *preload = getenv("LD_PRELOAD");
+
+	return preload && strstr(preload, "vgpreload");
+}
+
+static struct clip_cage *
+started(struct clip_ctx **ctx, const char *text)
+{
+	struct clip_cage_profile *p = parse_ok(text);
+	struct clip_cage *c = NULL;
+	struct clip_error *e = NULL;
+
+	if (!userns_available())
+		cr_skip_test("no user namespaces");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	*ctx = test_ctx("/nonexistent");
+	cr_assert_eq(clip_cage_new(&c, *ctx, p, &e), 0);
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start: %s", clip_error_get_message(e));
+	clip_cage_profile_unref(p);
+	return c;
+}
+
+static int
+spawn(struct clip_cage *c, const char *script)
+{
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
+	struct clip_error *e = NULL;
+	int pidfd = -1;
+
+	cr_assert_eq(clip_cage_spawn(c, &o, &pidfd, &e), 0, "spawn: %s", clip_error_get_message(e));
+	return pidfd;
+}
+
+Test(cage_life, run_wait_stop)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c = started(&ctx, H);
+	int pidfd, status = -1, *pids = NULL;
+	size_t n = 0;
+
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_RUNNING);
+	pidfd = spawn(c, "exit 7");
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 7);
+	/* Collected once only. */
+	assert_errno(clip_cage_wait_process(c, pidfd, &status), -ECHILD);
+	close(pidfd);
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	cr_assert_eq(n, 1, "only init is left");
+	free(pids);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_STOPPED);
+	assert_errno(clip_cage_stop(c, 0, NULL), -ECHILD);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+Test(cage_life, stop_kills_the_tree_and_the_fd_polls)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c = started(&ctx, H);
+	struct pollfd pfd = { .events = POLLIN };
+	int pidfd, status = -1, *pids = NULL;
+	size_t n = 0;
+
+	/* A process that ignores SIGTERM, with children; and one that obeys. */
+	pidfd = spawn(c, "trap '' TERM; sleep 1000 & sleep 1000 & echo ready; wait");
+	int obeys = spawn(c, "exec sleep 1000");
+	do {
+		free(pids);
+		pids = NULL;
+		cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	} while (n < 5);
+	free(pids);
+	pfd.fd = clip_cage_get_fd(c);
+	cr_assert_geq(pfd.fd, 0);
+	cr_assert_eq(poll(&pfd, 1, 0), 0, "the cage fd is not readable while running");
+	cr_assert_geq(clip_cage_signal(c, 0), 4);
+	cr_assert_eq(clip_cage_stop(c, 200, NULL), 0);
+	cr_assert_eq(poll(&pfd, 1, 0), 1, "the cage fd is readable once stopped");
+	cr_assert_eq(clip_cage_wait_process(c, obeys, &status), 0);
+	cr_assert_eq(status, 128 + SIGTERM);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 128 + SIGKILL);
+	close(pidfd);
+	close(obeys);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+Test(cage_life, spawn_refusals)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c = started(&ctx, H);
+	const char *argv[] = { "no-such-command", NULL };
+	const char *empty[] = { NULL };
+	int fds[] = { 1000 };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
+	struct clip_error *e = NULL;
+	int pidfd = -1;
+
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, &e), -ENOENT);
+	cr_assert(strstr(clip_error_get_message(e), "cannot execute"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	e = NULL;
+	o.argv = empty;
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -EINVAL);
+	o.argv = argv;
+	o.fds = fds;
+	o.n_fds = 1;
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -EBADF);
+	o.n_fds = 65;
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -EINVAL);
+	o.n_fds = 0;
+	o.uid = 70000;
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -EINVAL);
+	o.uid = 0;
+	o.size = 4;
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -EINVAL);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	o.size = sizeof(o);
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -ECHILD);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+Test(cage_life, misuse_before_start)
+{
+	struct clip_cage_profile *p = parse_ok(H);
+	struct clip_ctx *ctx = test_ctx("/nonexistent");
+	struct clip_cage *c = NULL;
+	int *pids = NULL;
+	size_t n;
+
+	assert_errno(clip_cage_new(&c, NULL, p, NULL), -EINVAL);
+	assert_errno(clip_cage_new(&c, ctx, NULL, NULL), -EINVAL);
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	assert_errno(clip_cage_get_fd(c), -ECHILD);
+	assert_errno(clip_cage_wait(c, 0), -ECHILD);
+	assert_errno(clip_cage_stop(c, 0, NULL), -ECHILD);
+	assert_errno(clip_cage_signal(c, SIGTERM), -ECHILD);
+	assert_errno(clip_cage_get_pids(c, &pids, &n), -ECHILD);
+	assert_errno(clip_cage_start(c, 2, NULL), -EINVAL);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW);
+	cr_assert_eq(clip_cage_get_missing(c), 0);
+	cr_assert_eq(clip_cage_get_profile(c), p);
+	assert_errno(clip_cage_attach(&c, ctx, "../x", NULL), -EINVAL);
+	clip_cage_unref(c);
+	clip_cage_profile_unref(p);
+	clip_ctx_unref(ctx);
+}
