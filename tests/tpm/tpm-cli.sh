@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# clipctl tpm, driven as an administrator would, against the swtpm that
+# tests/tpm/with-swtpm started ($CLIP_TPM_TCTI): status, seal-key, measure,
+# replay, an edited event log, no TPM, and the usage errors.
+set -u
+clipctl=$1
+. "$(dirname "$0")/../integration/tap.sh"
+
+if [ -z "${CLIP_TPM_TCTI:-}" ]; then
+	echo "1..0 # SKIP not run under tests/tpm/with-swtpm (no \$CLIP_TPM_TCTI)"
+	exit 0
+fi
+
+d=$(mktemp -d)
+state=$d/state
+c=("$clipctl" --state-dir "$state")
+
+expect 0 "status with a TPM" -- "${c[@]}" tpm status
+like "status names the TPM" "$out" "tpm: .*TPM 2\.0 revision"
+like "status names the TCTI" "$out" "tcti: $CLIP_TPM_TCTI"
+like "status: no sealed key yet" "$out" "sealed key: no key: state directory .* does not exist"
+like "status: the log matches" "$out" "event log: 0 events, matches the TPM"
+
+expect 0 "seal-key seals a new key" -- "${c[@]}" tpm seal-key
+like "to PCR 7, in the state directory" "$out" "sealed the context's key to PCR 7 in $state/mac.key.tpm"
+is "the blob is 0600" "$(stat -c %a "$state/mac.key.tpm")" "600"
+expect 0 "status again" -- "${c[@]}" tpm status
+like "the key unseals" "$out" "sealed to PCR 7: unseals"
+like "PCR 7 is shown" "$out" "PCR 7: [0-9a-f]{64}"
+expect 0 "seal-key --pcrs 7,16 reseals the key" -- "${c[@]}" tpm seal-key --pcrs 7,16
+like "to PCRs 7 and 16" "$out" "to PCR 7,16"
+expect 0 "status with the same PCRs" -- "${c[@]}" tpm status --pcrs 7,16
+like "sealed to 7 and 16" "$out" "sealed to PCR 7,16: unseals"
+
+printf '[cage]\nname=alpha\nlevel=s1\n' >"$d/alpha.profile"
+expect 0 "measure a profile" -- "${c[@]}" tpm measure "$d/alpha.profile" cage:alpha
+like "measure says what" "$out" "measured .* as 'cage:alpha'"
+expect 0 "measure with the default name" -- "${c[@]}" tpm measure "$d/alpha.profile"
+expect 0 "replay matches" -- "${c[@]}" tpm replay
+like "replay lists the events" "$out" "23 $(sha256sum <"$d/alpha.profile" | cut -c1-64) cage:alpha"
+like "replay counts them" "$out" "2 events, matches the TPM"
+
+cp "$state/tpm-events.log" "$d/saved.log"
+sed -i 's/cage:alpha/cage:alphb/' "$state/tpm-events.log"
+expect 1 "an edited event log does not match" -- "${c[@]}" tpm replay
+like "the PCR and both values are named" "$err" "PCR 23 does not match the event log: the log replays to [0-9a-f]{64}, the TPM holds [0-9a-f]{64}"
+head -n 2 "$d/saved.log" >"$state/tpm-events.log"
+expect 1 "a truncated event log does not match" -- "${c[@]}" tpm replay
+cp "$d/saved.log" "$state/tpm-events.log"
+expect 0 "the saved log matches again" -- "${c[@]}" tpm replay
+
+expect 1 "no TPM: status fails" -- "${c[@]}" tpm status --tcti swtpm:path=/nonexistent/s
+like "and says so" "$err" "no TPM at 'swtpm:path=/nonexistent/s'"
+expect 1 "no TPM: seal-key fails" -- "${c[@]}" tpm seal-key --tcti device:/nonexistent/tpmrm0
+like "and says so" "$err" "no TPM: /nonexistent/tpmrm0 does not exist"
+expect 1 "measuring a missing file" -- "${c[@]}" tpm measure "$d/nonexistent"
+expect 2 "an event name with a tab" -- "${c[@]}" tpm measure "$d/alpha.profile" "$(printf 'a\tb')"
+expect 2 "an unknown verb" -- "${c[@]}" tpm frobnicate
+expect 2 "a bad PCR list" -- "${c[@]}" tpm seal-key --pcrs 7,x
+expect 2 "a PCR above 23" -- "${c[@]}" tpm seal-key --pcrs 24
+expect 2 "a D-RTM PCR to measure into" -- "${c[@]}" tpm replay --measure-pcr 18
+expect 2 "--new with --from-key-file" -- "${c[@]}" tpm seal-key --new --from-key-file
+expect 2 "--new outside seal-key" -- "${c[@]}" tpm status --new
+expect 2 "replay takes no argument" -- "${c[@]}" tpm replay extra
+
+rm -rf "$d"
+tap_plan_end
