@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clipctl transfer send: ask the mediator to move a document to another
+ * cage. clipctl audit verify|show: check and print the audit trail.
+ *
+ * Exit status of transfer send: 0 delivered, 1 failed, 2 usage,
+ * 3 denied by policy, 4 denied by the user.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clipctl.h"
+
+#define EXIT_DENIED_POLICY 3
+#define EXIT_DENIED_USER 4
+
+static int
+report(struct clip_transfer *t, const char *target)
+{
+	const char *why = clip_transfer_get_message(t);
+	uint8_t sha[32] = { 0 };
+	uint64_t size = 0;
+	int encrypted = 0, err;
+
+	switch (clip_transfer_get_status(t)) {
+	case CLIP_TRANSFER_DELIVERED:
+		clip_transfer_get_digest(t, &size, sha, &encrypted);
+		printf("delivered to %s as '%s' (%llu bytes%s, sha256 ", target,
+		       clip_transfer_get_name(t), (unsigned long long)size,
+		       encrypted ? ", encrypted" : "");
+		for (int i = 0; i < 32; i++)
+			printf("%02x", sha[i]);
+		printf(")\n");
+		return 0;
+	case CLIP_TRANSFER_DENIED_POLICY:
+		fprintf(stderr, "clipctl: denied by policy: %s\n", why);
+		return EXIT_DENIED_POLICY;
+	case CLIP_TRANSFER_DENIED_USER:
+		fprintf(stderr, "clipctl: denied by the user: %s\n", why);
+		return EXIT_DENIED_USER;
+	default:
+		err = clip_transfer_get_error(t);
+		fprintf(stderr, "clipctl: failed: %s%s%s%s\n", why, err ? " (" : "",
+			err ? strerror(-err) : "", err ? ")" : "");
+		return EXIT_INVALID;
+	}
+}
+
+static int
+transfer_send(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "to", required_argument, NULL, 't' },
+		{ "name", required_argument, NULL, 'n' },
+		{ "note", required_argument, NULL, 'N' },
+		{ "socket", required_argument, NULL, 's' },
+		{ 0 },
+	};
+	const char *target = NULL, *name = NULL, *note = NULL, *socket_path = NULL;
+	struct clip_transfer *t = NULL;
+	struct clip_error *error = NULL;
+	int opt, sock = -1, fd = -1, r;
+	char *copy;
+
+	optind = 0; /* 0: a full restart of getopt, permuting again */
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 't':
+			target = optarg;
+			break;
+		case 'n':
+			name = optarg;
+			break;
+		case 'N':
+			note = optarg;
+			break;
+		case 's':
+			socket_path = optarg;
+			break;
+		default:
+			return fail_usage("bad option for transfer send");
+		}
+	}
+	if (argc - optind != 1 || !target)
+		return fail_usage("usage: transfer send FILE --to CAGE [--name NAME] [--note TEXT] "
+				  "[--socket PATH]");
+	fd = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		fprintf(stderr, "clipctl: failed: cannot open %s: %m\n", argv[optind]);
+		return EXIT_INVALID;
+	}
+	copy = strdup(argv[optind]);
+	if (!name && copy)
+		name = basename(copy);
+	r = clip_transfer_connect(&sock, socket_path, &error);
+	if (r == 0)
+		r = clip_transfer_send(&t, sock, fd, target, name ? name : "document", note,
+				       &error);
+	if (r < 0)
+		r = fail_error("failed", r, error);
+	else
+		r = report(t, target);
+	clip_transfer_unref(t);
+	free(copy);
+	if (sock >= 0)
+		close(sock);
+	close(fd);
+	return r;
+}
+
+int
+clipctl_transfer(struct clipctl *c, int argc, char **argv)
+{
+	if (strcmp(argv[0], "send") == 0)
+		return transfer_send(argc, argv);
+	return fail_usage("unknown command 'transfer %s'", argv[0]);
+}
+
+static int
+print_record(const char *record, void *userdata)
+{
+	puts(record);
+	return 0;
+}
+
+int
+clipctl_audit(struct clipctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "log", required_argument, NULL, 'l' },
+		{ 0 },
+	};
+	const char *verb = argv[0], *log_path = NULL;
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	uint64_t count = 0;
+	char *dir = NULL, *base = NULL, *name = NULL;
+	int opt, dfd = -1, r;
+
+	if (strcmp(verb, "verify") != 0 && strcmp(verb, "show") != 0)
+		return fail_usage("unknown command 'audit %s'", verb);
+	optind = 0; /* 0: a full restart of getopt, permuting again */
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (opt != 'l')
+			return fail_usage("usage: audit %s [--log FILE]", verb);
+		log_path = optarg;
+	}
+	if (optind != argc)
+		return fail_usage("usage: audit %s [--log FILE]", verb);
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	if (log_path) {
+		dir = strdup(log_path);
+		base = strdup(log_path);
+		if (!dir || !base) {
+			r = EXIT_INVALID;
+			goto out;
+		}
+		name = basename(base);
+		dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0) {
+			fprintf(stderr, "clipctl: cannot open the directory of %s: %m\n", log_path);
+			r = EXIT_INVALID;
+			goto out;
+		}
+	}
+	r = clip_audit_verify(ctx, dfd, name, strcmp(verb, "show") == 0 ? print_record : NULL, NULL,
+			      &count, &error);
+	if (r < 0)
+		r = fail_error(log_path ? log_path : "audit log", r, error);
+	else if (strcmp(verb, "verify") == 0)
+		printf("%s: %llu records, valid\n", log_path ? log_path : CLIP_AUDIT_LOG_NAME,
+		       (unsigned long long)count);
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(dir);
+	free(base);
+	clip_ctx_unref(ctx);
+	return r;
+}

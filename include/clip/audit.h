@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The tamper-evident audit trail of transfers.
+ *
+ * Each record is one line of text, chained to the previous record by its
+ * SHA-256 and MAC'd with a key derived from the context's master key. A
+ * separate, MAC'd head file (the anchor) holds the record count and the
+ * last hash, so that a truncated tail is detected too. See clip-audit(3)
+ * and doc/transfer.md.
+ */
+#ifndef CLIP_AUDIT_H
+#define CLIP_AUDIT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct clip_ctx;
+struct clip_error;
+struct clip_audit;
+
+/* The default name of the log in the state directory; the anchor adds ".head". */
+#define CLIP_AUDIT_LOG_NAME "audit.log"
+
+/* Also send each record to syslog (LOG_AUTHPRIV). */
+#define CLIP_AUDIT_SYSLOG (1u << 0)
+
+/* What one record says. Unset strings are recorded as "-". */
+struct clip_audit_entry {
+	uint32_t size; /* sizeof(struct clip_audit_entry) */
+	const char *event; /* "request", "decision" */
+	const char *source; /* source cage */
+	const char *source_level; /* its level */
+	const char *target;
+	const char *target_level;
+	const char *name; /* the document's name */
+	uint64_t length; /* its size in bytes */
+	const uint8_t *sha256; /* 32 bytes, or NULL */
+	const char *decision; /* "allow", "deny", "ask", "delivered", "failed"... */
+	const char *decided_by; /* "policy FILE:LINE", "user", "timeout"... */
+	const char *reason;
+};
+
+/**
+ * clip_audit_open - open a log for appending
+ *
+ * Creates the log and its anchor when missing. A record torn by a crash
+ * after the last anchored one is cut; records written after the anchor
+ * (a crash between the two writes) are verified and anchored.
+ *
+ * @param ret where the log is stored; untouched on failure
+ * @param ctx a context (its key signs the records)
+ * @param dirfd the directory of the log, or -1 for the state directory
+ * @param name the log's name in @dirfd (no '/'), or NULL for CLIP_AUDIT_LOG_NAME
+ * @param flags 0 or CLIP_AUDIT_SYSLOG
+ * @param reterr optional
+ * @return 0, or -EINVAL, -EBADMSG (the log does not verify: it is not
+ *	   appended to), -EBUSY (another process appends to it), -ENOKEY,
+ *	   -EPERM, -EACCES, -ENOENT, -ENOSPC, -EDQUOT, -EROFS, -EIO, -ENOMEM,
+ *	   -ECHILD.
+ * @since 0.1
+ */
+int clip_audit_open(struct clip_audit **ret, struct clip_ctx *ctx, int dirfd, const char *name,
+		    unsigned flags, struct clip_error **reterr);
+
+/** @since 0.1 */
+struct clip_audit *clip_audit_ref(struct clip_audit *audit);
+/** @since 0.1 */
+struct clip_audit *clip_audit_unref(struct clip_audit *audit);
+
+/**
+ * clip_audit_append - append one record, on disk before returning
+ *
+ * @param audit an open log
+ * @param entry what to record
+ * @param reterr optional
+ * @return 0, or -EINVAL, -E2BIG (a field over 4096 bytes), -ENOSPC,
+ *	   -EDQUOT, -EIO, -ENOMEM, -ECHILD.
+ * @since 0.1
+ */
+int clip_audit_append(struct clip_audit *audit, const struct clip_audit_entry *entry,
+		      struct clip_error **reterr);
+
+/* Called with each verified record, a line of printable ASCII (no newline). */
+typedef int (*clip_audit_record_fn)(const char *record, void *userdata);
+
+/**
+ * clip_audit_verify - verify a whole log against its anchor
+ *
+ * Detects an edited, reordered, inserted or deleted record and a
+ * truncated log. @fn, when given, sees each record once it verified;
+ * a negative return from it stops the walk and is returned.
+ *
+ * @param ctx a context with the key that signed the log
+ * @param dirfd, name as for clip_audit_open()
+ * @param fn optional
+ * @param userdata passed to @fn
+ * @param ret_count optional: the number of records
+ * @param reterr optional; the message names the first bad record
+ * @return 0, or -EBADMSG (the log does not verify), -ENOENT (no log),
+ *	   -ENOKEY, -EINVAL, -EPERM, -EACCES, -EIO, -ENOMEM, -ECHILD.
+ * @since 0.1
+ */
+int clip_audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_record_fn fn,
+		      void *userdata, uint64_t *ret_count, struct clip_error **reterr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

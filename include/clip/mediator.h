@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The transfer mediator: the core-side service through which, and only
+ * through which, a document moves from one cage to another, under a
+ * policy, with the user's decision on a trusted path and an audit trail.
+ *
+ * Embeddable: it is driven by any event loop through one pollable fd and
+ * a dispatch call (as libinput is). See clip-mediator(3), clip.policy(5)
+ * and doc/transfer.md.
+ */
+#ifndef CLIP_MEDIATOR_H
+#define CLIP_MEDIATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct clip_ctx;
+struct clip_error;
+struct clip_level;
+struct clip_audit;
+struct clip_policy;
+struct clip_mediator;
+
+/**
+ * clip_policy_parse - parse a transfer policy (clip.policy(5))
+ *
+ * @param ret where the policy is stored; untouched on failure
+ * @param text the policy, @size bytes, not NUL-terminated
+ * @param size at most 1 MiB
+ * @param origin the file name used in messages, or NULL
+ * @param reterr optional; the message says "FILE:LINE:COLUMN: what" and
+ *	  the error's offset is that of the offending byte
+ * @return 0, or -EINVAL (a syntax error, or an allow rule that can match
+ *	   a downgrade), -E2BIG (over 1 MiB), -ENOMEM.
+ * @since 0.1
+ */
+int clip_policy_parse(struct clip_policy **ret, const char *text, size_t size, const char *origin,
+		      struct clip_error **reterr);
+
+/** @since 0.1 */
+struct clip_policy *clip_policy_ref(struct clip_policy *policy);
+/** @since 0.1 */
+struct clip_policy *clip_policy_unref(struct clip_policy *policy);
+
+/* Options of clip_mediator_new(); all zero means the defaults. */
+struct clip_mediator_opts {
+	uint32_t size; /* sizeof(struct clip_mediator_opts) */
+	uint32_t confirm_timeout_ms; /* no answer within it is a denial; 0: 60000 */
+	uint64_t max_size; /* bound of any document; 0: 4 GiB */
+	unsigned label_flags; /* for clip_label_set(): 0 or CLIP_LABEL_ROOTLESS */
+};
+
+/* One cage as the mediator sees it. */
+struct clip_mediator_cage {
+	uint32_t size; /* sizeof(struct clip_mediator_cage) */
+	const char *name; /* [a-z0-9][a-z0-9_-]*, at most 64 bytes */
+	const struct clip_level *level; /* its level */
+	int inbox_fd; /* its inbox directory (duplicated) */
+	int socket_fd; /* a listening SOCK_SEQPACKET socket (duplicated),
+					   or -1: clip_mediator_add_connection() only */
+	int check_uid; /* non-zero: peers must run as @uid */
+	uint32_t uid;
+};
+
+/**
+ * clip_mediator_new - create a mediator
+ *
+ * @param ret where the mediator is stored; untouched on failure
+ * @param ctx a context (its keys label deliveries and seal envelopes)
+ * @param policy the policy (a reference is taken)
+ * @param audit the audit log every request and decision goes to (a
+ *	  reference is taken)
+ * @param opts optional
+ * @param reterr optional
+ * @return 0, or -EINVAL, -ENOMEM, -ECHILD.
+ * @since 0.1
+ */
+int clip_mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_policy *policy,
+		      struct clip_audit *audit, const struct clip_mediator_opts *opts,
+		      struct clip_error **reterr);
+
+/** @since 0.1 */
+struct clip_mediator *clip_mediator_ref(struct clip_mediator *mediator);
+/** @since 0.1 */
+struct clip_mediator *clip_mediator_unref(struct clip_mediator *mediator);
+
+/**
+ * clip_mediator_add_cage - serve one more cage
+ *
+ * Whatever arrives on @cage->socket_fd comes from this cage: the message
+ * never names its source. The policy is checked against the levels of
+ * every cage: an allow rule that would let one cage send to another whose
+ * level does not dominate its own is refused here.
+ *
+ * @return 0, or -EINVAL (bad cage, or such a rule: the message names its
+ *	   line), -EEXIST (a cage of that name exists), -EBADF, -ENOMEM.
+ * @since 0.1
+ */
+int clip_mediator_add_cage(struct clip_mediator *mediator, const struct clip_mediator_cage *cage,
+			   struct clip_error **reterr);
+
+/**
+ * clip_mediator_add_connection - serve a connection made elsewhere
+ *
+ * For a cage manager that hands each cage one end of a socketpair (no
+ * socket on any file system), or a privilege-separated front end that
+ * accepts for one cage: everything arriving on @fd comes from @cage.
+ *
+ * @param mediator a mediator
+ * @param cage the name of a cage added before
+ * @param fd a connected SOCK_SEQPACKET socket (duplicated)
+ * @param reterr optional
+ * @return 0, or -EINVAL (no such cage), -EBADF, -EPERM (the peer's uid is
+ *	   not the cage's), -ENOMEM.
+ * @since 0.1
+ */
+int clip_mediator_add_connection(struct clip_mediator *mediator, const char *cage, int fd,
+				 struct clip_error **reterr);
+
+/**
+ * clip_mediator_add_agent_socket - where confirmation agents connect
+ *
+ * A listening SOCK_SEQPACKET socket that no cage can reach
+ * (doc/confirm-protocol.md). An agent must run as the mediator's uid or
+ * as root; the last one connected is asked. Without one, `ask` is a
+ * denial.
+ *
+ * @return 0, or -EINVAL, -EBADF, -ENOMEM.
+ * @since 0.1
+ */
+int clip_mediator_add_agent_socket(struct clip_mediator *mediator, int socket_fd,
+				   struct clip_error **reterr);
+
+/**
+ * clip_mediator_get_fd - the fd to poll for input
+ *
+ * @return an fd that polls readable when clip_mediator_dispatch() has
+ *	   work; owned by the mediator.
+ * @since 0.1
+ */
+int clip_mediator_get_fd(struct clip_mediator *mediator);
+
+/**
+ * clip_mediator_dispatch - handle what is ready, without blocking
+ *
+ * Handles one event; call it again while it returns 1. Errors of one
+ * transfer are answered to its requester and audited, never returned
+ * here; a transfer that cannot be audited is refused.
+ *
+ * @return 1 when an event was handled, 0 when none was ready, or -EINVAL,
+ *	   -ECHILD, -ENOMEM.
+ * @since 0.1
+ */
+int clip_mediator_dispatch(struct clip_mediator *mediator, struct clip_error **reterr);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
