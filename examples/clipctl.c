@@ -26,6 +26,12 @@ static const struct group {
 } groups[] = {
 	{ "level", clipctl_level },
 	{ "label", clipctl_label },
+	{ "cage", clipctl_cage },
+	{ "exec-check", clipctl_exec_check },
+	{ "exec-policy", clipctl_exec_policy },
+	{ "tpm", clipctl_tpm },
+	{ "transfer", clipctl_transfer },
+	{ "audit", clipctl_audit },
 };
 
 static void
@@ -39,6 +45,27 @@ usage(FILE *f)
 	      "  label get FILE         print a file's verified level\n"
 	      "  label verify FILE      exit 0 when the label is valid, 1 otherwise\n"
 	      "  label remove FILE      remove a file's label\n"
+	      "  cage run --profile FILE [--uid N] [--gid N] [--] CMD [ARGS...]\n"
+	      "                         run CMD in a new cage, exit with its status\n"
+	      "  cage start --profile FILE   start a long-lived cage (registered by name)\n"
+	      "  cage exec NAME [--] CMD...  run CMD in a running cage\n"
+	      "  cage stop [--grace-ms MS] NAME   stop a cage (SIGTERM, then SIGKILL)\n"
+	      "  cage list              the running cages: name, level, init pid, processes\n"
+	      "  exec-check FILE        exit 0 when FILE may run as code, 1 otherwise\n"
+	      "  exec-policy [BIT... -- COMMAND [ARG...]]\n"
+	      "                         print the exec securebits, or run COMMAND under more\n"
+	      "  tpm status             the TPM, the sealed key, the PCRs, the event log\n"
+	      "  tpm seal-key [--from-key-file|--new] [--pcrs LIST]\n"
+	      "                         seal the key to the TPM's PCRs (default 7)\n"
+	      "  tpm replay             exit 0 when the event log matches the PCRs\n"
+	      "  tpm measure FILE [WHAT]   extend the measurement PCR with FILE\n"
+	      "                         (tpm options: --tcti T, --pcrs LIST, --measure-pcr N)\n"
+	      "  transfer send FILE --to CAGE [--name N] [--note T] [--socket PATH]\n"
+	      "                         ask the mediator to move FILE to cage CAGE\n"
+	      "                         (exit 0 delivered, 1 failed, 3 denied by policy,\n"
+	      "                         4 denied by the user)\n"
+	      "  audit verify [--log FILE]   check the transfer audit trail\n"
+	      "  audit show [--log FILE]     print its records once verified\n"
 	      "\n"
 	      "Options:\n"
 	      "  --state-dir DIR   state directory (default $CLIP_STATE_DIR, then /var/lib/clip)\n"
@@ -224,7 +251,9 @@ main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (argc - optind < 2) {
+	/* exec-policy is the one command of a single word. */
+	if (argc - optind < 2 &&
+	    !(argc - optind == 1 && strcmp(argv[optind], "exec-policy") == 0)) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}

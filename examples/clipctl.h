@@ -40,3 +40,9 @@ int open_file(const char *path, int *ret);
 /* The command groups: argv[0] is the verb. */
 int clipctl_level(struct clipctl *c, int argc, char **argv);
 int clipctl_label(struct clipctl *c, int argc, char **argv);
+int clipctl_cage(struct clipctl *c, int argc, char **argv);
+int clipctl_exec_check(struct clipctl *c, int argc, char **argv);
+int clipctl_exec_policy(struct clipctl *c, int argc, char **argv);
+int clipctl_tpm(struct clipctl *c, int argc, char **argv);
+int clipctl_transfer(struct clipctl *c, int argc, char **argv);
+int clipctl_audit(struct clipctl *c, int argc, char **argv);

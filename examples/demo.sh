@@ -82,4 +82,47 @@ echo "elsewhere" >"$work/elsewhere.txt"
 printf '$ clipctl --state-dir other-state label verify report.txt\n'
 refused "$clipctl" --state-dir "$work/other-state" "${mode[@]}" label verify "$work/report.txt"
 
+step "A cage for level s3:c0.c3 (examples/profiles/high.cage): its own root, pids, network"
+profiles=$(dirname "$0")/profiles
+run cage run --profile "$profiles/high.cage" -- sh -c \
+	'echo "host name $(hostname), uid $(id -u), $(ls /proc | grep -c "^[0-9]") processes"; touch /usr/x; unshare -U true || echo "-> both refused, as they must be"'
+
+step "TPM 2.0 (a software TPM, state in $work): the key sealed to PCR 7, a profile measured"
+if command -v swtpm >/dev/null; then
+	swtpm_ctl=$(dirname "$0")/../tests/tpm/with-swtpm
+	tcti=$("$swtpm_ctl" --start "$work/tpm")
+	trap '"$swtpm_ctl" --stop "$work/tpm"; rm -rf "$work"' EXIT
+	tpm() { verb=$1; shift; printf '$ clipctl tpm %s%s\n' "$verb" "${*:+ $*}"; "$clipctl" --state-dir "$work/tpm-state" tpm "$verb" --tcti "$tcti" "$@" 2>&1 | sed 's/^/  /'; }
+	tpm seal-key
+	tpm measure "$(dirname "$0")/profiles/high.cage" cage:high
+	tpm replay
+	sed -i 's/cage:high/cage:low/' "$work/tpm-state/tpm-events.log"
+	printf '$ clipctl tpm replay   # after renaming the event in the log\n'
+	refused "$clipctl" --state-dir "$work/tpm-state" tpm replay --tcti "$tcti"
+else
+	echo "  (swtpm is not installed: skipped)"
+fi
+
+step "Mediated transfer: clipd between cages low (s0), high (s2) and side (s1:c5), the user answering yes"
+x=$work/xfer
+mkdir -p "$x/cfg" "$x/low" "$x/high" "$x/side" "$x/run"
+printf 'low s0 %s/low %s/run/low.sock\nhigh s2 %s/high %s/run/high.sock\nside s1:c5 %s/side %s/run/side.sock\n' "$x" "$x" "$x" "$x" "$x" "$x" >"$x/cfg/cages"
+printf 'low high ask\nhigh low ask encrypt\n@any @any deny\n' | tee "$x/cfg/policy" | sed 's/^/  policy: /'
+mkfifo "$x/ready" "$x/agent-ready"
+"$build/examples/clipd" --config "$x/cfg" --state-dir "$state" --agent-socket "$x/run/confirm.sock" "${mode[@]}" --ready-fd 3 3>"$x/ready" 2>"$x/clipd.log" &
+xfer_pids=$!
+read -r _ <"$x/ready"
+"$build/examples/clip-confirm" --socket "$x/run/confirm.sock" --auto yes --ready-fd 3 3>"$x/agent-ready" >"$x/agent.log" &
+xfer_pids="$xfer_pids $!"
+read -r _ <"$x/agent-ready"
+echo "quarterly figures" >"$work/figures.txt"
+send() { printf '$ clipctl transfer send figures.txt --to %s   # from %s\n' "$2" "$1"; "$clipctl" transfer send "$work/figures.txt" --to "$2" --socket "$x/run/$1.sock" 2>&1 | sed 's/^/  /' || true; }
+send low high
+sed -n '/=== transfer/,/allowed/p' "$x/agent.log" | sed 's/^/  agent| /'
+send high low
+printf '  the low inbox holds an envelope: %s\n' "$(head -c 8 "$x/low/figures.txt")"
+send high side   # s2 and s1:c5: neither dominates
+run --state-dir "$state" audit verify || true
+kill $xfer_pids
+
 step "The demo touched nothing outside $work, which is now removed"

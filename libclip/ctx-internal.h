@@ -15,6 +15,8 @@
 /* Purposes of the keys derived from the master key: one key, one use. */
 enum key_purpose {
 	KEY_PURPOSE_LABEL,
+	KEY_PURPOSE_AUDIT, /* audit records and their anchor (audit.c) */
+	KEY_PURPOSE_ENVELOPE, /* per-target envelope keys (deliver.c) */
 	_KEY_PURPOSE_MAX,
 };
 
@@ -43,6 +45,14 @@ struct clip_ctx {
 	char *state_dir;
 	const struct key_provider *key_provider;
 	struct keyring *keyring;
+
+	/* clip_ctx_set_tpm_options() (tpm.c); all zero means the defaults. */
+	struct tpm_config {
+		char tcti[256];
+		uint32_t seal_pcrs;
+		uint32_t measure_pcr;
+		uint32_t fallback;
+	} tpm;
 };
 
 /* The checks every exported function on a context starts with. */

@@ -26,11 +26,20 @@ static struct clip_error oom_error = {
  * own subset. Anything else reaching the boundary is a bug or a kernel
  * surprise and is reported as -EFAULT.
  */
+/* One group per module, each packed (clang-format would put one per line). */
+/* clang-format off */
 static const int api_errnos[] = {
-	E2BIG,  EACCES,  EBADF,       EBADMSG,      ECHILD,  EDQUOT, EFAULT,
-	EINVAL, EIO,     EMEDIUMTYPE, ENAMETOOLONG, ENODATA, ENOKEY, ENOMEM,
-	ENOSPC, ENOTDIR, EOPNOTSUPP,  EPERM,        EROFS,
+	E2BIG,  EACCES, EBADF,       EBADMSG,      ECHILD,  EDQUOT, EFAULT,
+	EINVAL, EIO,    EMEDIUMTYPE, ENAMETOOLONG, ENODATA, ENODEV, ENOKEY,
+	ENOMEM, ENOSPC, ENOTDIR,     EOPNOTSUPP,   EPERM,   EROFS,
+	/* exec: opening and checking a file to interpret */
+	EISDIR, ELOOP,  EMFILE,      ENOENT,       ETXTBSY,
+	/* cage: a cage of that name is already running */
+	EEXIST,
+	/* transfer: busy audit log, changed or oversized document, no answer yet */
+	EAGAIN, EBUSY, ECONNREFUSED, ECONNRESET, EFBIG,
 };
+/* clang-format on */
 
 static bool
 errno_in_api(int error)

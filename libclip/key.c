@@ -19,6 +19,8 @@
 
 static const char *const purpose_names[_KEY_PURPOSE_MAX] = {
 	[KEY_PURPOSE_LABEL] = "label",
+	[KEY_PURPOSE_AUDIT] = "audit",
+	[KEY_PURPOSE_ENVELOPE] = "envelope",
 };
 
 /*
@@ -75,40 +77,6 @@ key_derive(const uint8_t master[CLIP_KEY_SIZE], enum key_purpose purpose,
 }
 
 static int
-read_full(int fd, uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = read(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		if (k == 0)
-			return -EIO;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int
-write_full(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = write(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return -errno;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int
 key_file_read(struct clip_ctx *ctx, int dirfd, uint8_t key[CLIP_KEY_SIZE],
 	      struct clip_error **reterr)
 {
@@ -148,38 +116,25 @@ key_file_read(struct clip_ctx *ctx, int dirfd, uint8_t key[CLIP_KEY_SIZE],
 }
 
 /*
- * Write a new key to an unnamed file and link it in only when complete and
- * on disk, so that no reader ever sees a partial key. Losing a creation
- * race to another process is fine: the caller reads the winner's key.
+ * A new key, written atomically (write_file_atomic()): no reader ever sees
+ * a partial key. Losing a creation race to another process is fine: the
+ * caller reads the winner's key.
  */
 static int
 key_file_create(struct clip_ctx *ctx, int dirfd, struct clip_error **reterr)
 {
 	uint8_t key[CLIP_KEY_SIZE];
-	_cleanup_close_ int fd = -1;
-	char path[64];
 	int r;
 
-	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return error_set_errno(reterr, -errno, "cannot create a key in %s", ctx->state_dir);
 	if (getrandom(key, sizeof(key), 0) != sizeof(key))
 		return error_set(reterr, -EIO, "getrandom failed");
-	r = write_full(fd, key, sizeof(key));
+	r = write_file_atomic(dirfd, KEY_FILE_NAME, key, sizeof(key), 0600, false);
 	secure_wipe(key, sizeof(key));
+	if (r == -EEXIST)
+		return 0;
 	if (r < 0)
-		return error_set_errno(reterr, r, "cannot write the key");
-	if (fsync(fd) < 0)
-		return error_set_errno(reterr, -errno, "cannot write the key");
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, path, dirfd, KEY_FILE_NAME, AT_SYMLINK_FOLLOW) < 0) {
-		if (errno == EEXIST)
-			return 0;
-		return error_set_errno(reterr, -errno, "cannot link the key file into %s",
-				       ctx->state_dir);
-	}
-	if (fsync(dirfd) < 0)
-		return error_set_errno(reterr, -errno, "cannot sync %s", ctx->state_dir);
+		return error_set_errno(reterr, r, "cannot write the key file %s/%s", ctx->state_dir,
+				       KEY_FILE_NAME);
 	log_notice(ctx, "created a new key %s/%s", ctx->state_dir, KEY_FILE_NAME);
 	return 0;
 }
@@ -221,6 +176,7 @@ const struct key_provider key_provider_file = {
 
 static const struct key_provider *const providers[] = {
 	&key_provider_file,
+	&key_provider_tpm,
 };
 
 const struct key_provider *

@@ -22,6 +22,8 @@ struct key_provider {
 };
 
 extern const struct key_provider key_provider_file;
+/* The key sealed to the TPM's PCRs (key-tpm.c, doc/tpm.md). */
+extern const struct key_provider key_provider_tpm;
 
 /* The provider called @name, or NULL. */
 const struct key_provider *key_provider_find(const char *name);

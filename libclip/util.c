@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <openssl/crypto.h>
 
+#include "macro.h"
 #include "util.h"
 
 void
@@ -96,4 +101,96 @@ void
 secure_wipe(void *p, size_t n)
 {
 	OPENSSL_cleanse(p, n);
+}
+
+int
+read_full(int fd, void *p, size_t n)
+{
+	uint8_t *q = p;
+
+	while (n > 0) {
+		ssize_t k = read(fd, q, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -EIO;
+		q += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int
+write_full(int fd, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+
+	while (n > 0) {
+		ssize_t k = write(fd, q, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		q += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Link the unnamed file @fd in as @name; a unique temporary name first when replacing. */
+static int
+link_tmpfile(int fd, int dirfd, const char *name, bool replace)
+{
+	char path[64], tmp[NAME_MAX + 1];
+	uint8_t rnd[8];
+	char hex[2 * sizeof(rnd) + 1];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (!replace)
+		return linkat(AT_FDCWD, path, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+	for (int attempt = 0; attempt < 16; attempt++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -EIO;
+		hex_encode(rnd, sizeof(rnd), hex);
+		if (snprintf(tmp, sizeof(tmp), ".%s.%s", name, hex) >= (int)sizeof(tmp))
+			return -ENAMETOOLONG;
+		if (linkat(AT_FDCWD, path, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0) {
+			if (errno == EEXIST)
+				continue;
+			return -errno;
+		}
+		if (renameat(dirfd, tmp, dirfd, name) < 0) {
+			int r = -errno;
+
+			(void)unlinkat(dirfd, tmp, 0);
+			return r;
+		}
+		return 0;
+	}
+	return -EEXIST;
+}
+
+int
+write_file_atomic(int dirfd, const char *name, const void *data, size_t size, mode_t mode,
+		  bool replace)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	r = write_full(fd, data, size);
+	if (r < 0)
+		return r;
+	if (fsync(fd) < 0)
+		return -errno;
+	r = link_tmpfile(fd, dirfd, name, replace);
+	if (r < 0)
+		return r;
+	return fsync(dirfd) < 0 ? -errno : 0;
 }

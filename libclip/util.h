@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Lowercase hex of @n bytes into @out, which holds 2 * @n + 1 bytes. */
 void hex_encode(const uint8_t *in, size_t n, char *out);
@@ -33,3 +34,20 @@ void buf_put_u64(struct buf *b, uint64_t v);
 
 /* Wipe a secret so that the compiler cannot drop the stores. */
 void secure_wipe(void *p, size_t n);
+
+/*
+ * Read or write exactly @n bytes, retrying on EINTR and short transfers.
+ * 0, or -errno; reading fails with -EIO at end of file.
+ */
+int read_full(int fd, void *p, size_t n);
+int write_full(int fd, const void *p, size_t n);
+
+/*
+ * Write @size bytes to an unnamed file in @dirfd (O_TMPFILE, @mode) and
+ * link it in as @name only when complete and on disk, so that no reader
+ * ever sees a partial file. Without @replace an existing @name is left
+ * alone and the result is -EEXIST (a lost creation race); with @replace
+ * it is replaced atomically (rename over it). 0 or -errno.
+ */
+int write_file_atomic(int dirfd, const char *name, const void *data, size_t size, mode_t mode,
+		      bool replace);

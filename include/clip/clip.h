@@ -11,5 +11,11 @@
 #include <clip/level.h>
 #include <clip/label.h>
 #include <clip/selinux.h>
+#include <clip/cage.h>
+#include <clip/exec.h>
+#include <clip/tpm.h>
+#include <clip/audit.h>
+#include <clip/mediator.h>
+#include <clip/transfer.h>
 
 #endif

@@ -176,6 +176,10 @@ const char *clip_ctx_get_state_dir(const struct clip_ctx *ctx);
  * group or others or owned by another uid; with -EBADMSG when it is not 32
  * bytes long; verifying without a key gives -ENOKEY.
  *
+ * "tpm": the key sealed to the TPM's PCRs in STATE_DIR/mac.key.tpm; see
+ * clip-tpm(3) (-EACCES when a sealed PCR changed, -EBADMSG for a blob of
+ * another TPM, -ENOKEY without a TPM unless the settings fall back).
+ *
  * @param ctx a context
  * @param name the provider's name
  * @return 0, or -EINVAL (NULL), -EOPNOTSUPP (unknown provider), -ECHILD.
