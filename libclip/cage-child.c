@@ -381,14 +381,6 @@ mount_dev(void)
 	return set_attr(AT_FDCWD, STAGING "/dev", 0, MOUNT_ATTR_RDONLY);
 }
 
-static int
-cmp_target(const void *a, const void *b)
-{
-	const struct cage_mount *const *x = a, *const *y = b;
-
-	return strcmp((*x)->target, (*y)->target);
-}
-
 static void
 mounts_setup(const struct clip_cage_profile *p, int fail_fd)
 {
@@ -431,9 +423,7 @@ mounts_setup(const struct clip_cage_profile *p, int fail_fd)
 		CHECK(STEP_MOUNT_BINDS, attach(s.data, "/data", rw));
 
 	/* Parents before children, whatever the profile's order. */
-	for (size_t i = 0; i < p->n_mounts; i++)
-		sorted[i] = &p->mounts[i];
-	qsort(sorted, p->n_mounts, sizeof(sorted[0]), cmp_target);
+	cage_profile_sorted_mounts(p, sorted);
 	for (size_t i = 0; i < p->n_mounts; i++) {
 		const struct cage_mount *m = sorted[i];
 		size_t k = (size_t)(m - p->mounts);

@@ -46,6 +46,7 @@ struct clip_cage_profile {
 	int syscalls[CLIP_CAGE_SYSCALLS_MAX];
 	size_t n_syscalls;
 	bool wx;
+	bool measure; /* Measure=yes: the start extends the TPM's measurement PCR */
 
 	/* The compiled seccomp filter, made once per profile (cage-seccomp.c). */
 	struct sock_filter *bpf;
@@ -56,6 +57,10 @@ DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
 
 /* The uid range of a cage run by root: the profile's, or one derived from its name. */
 uint32_t cage_profile_uid_base(const struct clip_cage_profile *p);
+
+/* The profile's mounts sorted by target, parents before children: @sorted gets n_mounts entries. */
+void cage_profile_sorted_mounts(const struct clip_cage_profile *p,
+				const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX]);
 
 /* Compile (first call) the profile's seccomp filter into p->bpf. */
 int cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr);

@@ -431,6 +431,14 @@ clip_cage_profile_set_wx(struct clip_cage_profile *p, int on)
 	return 0;
 }
 
+CLIP_EXPORT int
+clip_cage_profile_set_measure(struct clip_cage_profile *p, int on)
+{
+	clip_assert_return(p && (on == 0 || on == 1), -EINVAL);
+	p->measure = on;
+	return 0;
+}
+
 /* -- the parser ------------------------------------------------------ */
 
 struct parser {
@@ -742,15 +750,27 @@ parse_syscalls(struct parser *ps, const struct key *k, char *value, size_t offse
 }
 
 static int
-parse_wx(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_yes_no(struct parser *ps, const struct key *k, char *value, size_t offset, bool *where)
 {
 	if (strcmp(value, "yes") == 0)
-		ps->p->wx = true;
+		*where = true;
 	else if (strcmp(value, "no") == 0)
-		ps->p->wx = false;
+		*where = false;
 	else
 		return key_error(ps, k, offset, -EINVAL, "'%.40s' is not yes or no", value);
 	return 0;
+}
+
+static int
+parse_wx(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_yes_no(ps, k, value, offset, &ps->p->wx);
+}
+
+static int
+parse_measure(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_yes_no(ps, k, value, offset, &ps->p->measure);
 }
 
 static const struct key keys[] = {
@@ -770,6 +790,7 @@ static const struct key keys[] = {
 	{ SECTION_SECURITY, "Capability", parse_caps },
 	{ SECTION_SECURITY, "SystemCallFilter", parse_syscalls },
 	{ SECTION_SECURITY, "WriteXorExecute", parse_wx },
+	{ SECTION_SECURITY, "Measure", parse_measure },
 };
 
 static void
@@ -958,13 +979,39 @@ clip_cage_profile_load(struct clip_cage_profile **ret, int fd, const char *filen
 
 /* -- the formatter --------------------------------------------------- */
 
+static int
+cmp_target(const void *a, const void *b)
+{
+	const struct cage_mount *const *x = a, *const *y = b;
+
+	return strcmp((*x)->target, (*y)->target);
+}
+
+void
+cage_profile_sorted_mounts(const struct clip_cage_profile *p,
+			   const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX])
+{
+	for (size_t i = 0; i < p->n_mounts; i++)
+		sorted[i] = &p->mounts[i];
+	qsort(sorted, p->n_mounts, sizeof(sorted[0]), cmp_target);
+}
+
+static int
+cmp_string(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* In the order of their targets: the order of the file does not show (canonical text). */
 static void
 format_mounts(FILE *f, const struct clip_cage_profile *p, const char *key, int kind)
 {
+	const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX];
 	bool first = true;
 
+	cage_profile_sorted_mounts(p, sorted);
 	for (size_t i = 0; i < p->n_mounts; i++) {
-		const struct cage_mount *m = &p->mounts[i];
+		const struct cage_mount *m = sorted[i];
 		int k = !m->source ? 2 : m->rw ? 1 : 0;
 
 		if (k != kind)
@@ -1028,18 +1075,30 @@ profile_format(const struct clip_cage_profile *p, char **ret)
 		fputc('\n', f);
 	}
 	if (p->n_syscalls) {
-		fputs("SystemCallFilter=~", f);
-		for (size_t i = 0; i < p->n_syscalls; i++) {
-			char *name =
-				seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, p->syscalls[i]);
+		/* Sorted by name, like the capabilities: canonical text. */
+		char *names[CLIP_CAGE_SYSCALLS_MAX];
+		size_t n = 0;
 
-			fprintf(f, "%s%s", i ? " " : "", name ? name : "?");
-			free(name);
+		for (size_t i = 0; i < p->n_syscalls; i++) {
+			names[n] =
+				seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, p->syscalls[i]);
+			if (!names[n]) {
+				r = -ENOMEM;
+				break;
+			}
+			n++;
+		}
+		qsort(names, n, sizeof(names[0]), cmp_string);
+		fputs("SystemCallFilter=~", f);
+		for (size_t i = 0; i < n; i++) {
+			fprintf(f, "%s%s", i ? " " : "", names[i]);
+			free(names[i]);
 		}
 		fputc('\n', f);
 	}
 	fprintf(f, "WriteXorExecute=%s\n", p->wx ? "yes" : "no");
-	if (fclose(f) != 0) {
+	fprintf(f, "Measure=%s\n", p->measure ? "yes" : "no");
+	if (fclose(f) != 0 || r < 0) {
 		free(text);
 		return -ENOMEM;
 	}

@@ -48,6 +48,7 @@
 #include "ctx-internal.h"
 #include "error.h"
 #include "log.h"
+#include "tpm-internal.h"
 
 #ifndef CLONE_INTO_CGROUP
 #define CLONE_INTO_CGROUP 0x200000000ULL
@@ -464,6 +465,33 @@ cage_kill_reap(struct clip_cage *c)
 static int registry_write(struct clip_cage *c, struct clip_error **reterr);
 static int registry_claim(struct clip_cage *c, struct clip_error **reterr);
 
+/*
+ * Measure=yes: the canonical profile into the TPM as "cage:NAME"
+ * (doc/tpm.md), before any process of the cage exists. The message says
+ * that the cage was not started, and why.
+ */
+static int
+cage_measure(struct clip_cage *c, struct clip_error **reterr)
+{
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	_cleanup_free_ char *text = NULL;
+	char what[sizeof("cage:") + CLIP_CAGE_NAME_MAX];
+	int r;
+
+	r = clip_cage_profile_format(c->profile, &text);
+	if (r < 0)
+		return r;
+	snprintf(what, sizeof(what), "cage:%s", c->profile->name);
+	r = tpm_measure(c->ctx, what, text, strlen(text), &e);
+	if (r < 0)
+		return error_set(reterr, r,
+				 "cage %s not started: its profile says Measure=yes and its start "
+				 "cannot be measured: %s",
+				 c->profile->name, e ? clip_error_get_message(e) : strerror(-r));
+	log_debug(c->ctx, "cage %s: measured into the TPM as %s", c->profile->name, what);
+	return 0;
+}
+
 static int
 cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 {
@@ -489,6 +517,11 @@ cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 	}
 	if (flags & CLIP_CAGE_START_REGISTER) {
 		r = registry_claim(c, reterr);
+		if (r < 0)
+			return r;
+	}
+	if (p->measure) {
+		r = cage_measure(c, reterr);
 		if (r < 0)
 			return r;
 	}

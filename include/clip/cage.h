@@ -128,6 +128,13 @@ int clip_cage_profile_load(struct clip_cage_profile **ret, int fd, const char *f
  * clip_cage_profile_format - the profile as text that
  * clip_cage_profile_parse() reads back into an equal profile
  *
+ * The text is canonical: every key in a fixed order, one line each, no
+ * comments, no spaces but between list entries, binds and temporary file
+ * systems sorted by target, capabilities and system calls by name. Two
+ * files that differ only in spacing, comments, the order of sections,
+ * keys or list entries, or the spelling of capabilities give the same
+ * text. It is what a cage with Measure=yes measures into the TPM.
+ *
  * @param ret where a newly allocated string is stored (free() it)
  * @return 0, or -EINVAL, -ENOMEM.
  * @since 0.1
@@ -268,6 +275,22 @@ int clip_cage_profile_add_syscall_deny(struct clip_cage_profile *profile, const 
 int clip_cage_profile_set_wx(struct clip_cage_profile *profile, int on);
 
 /**
+ * clip_cage_profile_set_measure - measure the cage into the TPM when it
+ * starts (off by default)
+ *
+ * When on, clip_cage_start() measures the profile's canonical text
+ * (clip_cage_profile_format()) as the event "cage:NAME" with
+ * clip_tpm_measure() before anything runs in the cage, and refuses to
+ * start the cage when the measurement fails. When off, the cage's start
+ * never touches the TPM.
+ *
+ * @param on 1 or 0
+ * @return 0, or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_profile_set_measure(struct clip_cage_profile *profile, int on);
+
+/**
  * clip_cage_new - a cage, not started, from a profile
  *
  * @param ret where the new cage is stored; untouched on failure
@@ -303,7 +326,10 @@ struct clip_cage *clip_cage_unref(struct clip_cage *cage);
  * the cage is recorded under its name in the state directory, so that
  * clip_cage_attach() and clip_cage_list() find it, and it outlives the
  * caller; without it, the cage is killed when the thread that started it
- * exits (PR_SET_PDEATHSIG).
+ * exits (PR_SET_PDEATHSIG). With Measure=yes
+ * (clip_cage_profile_set_measure()), the canonical profile is measured
+ * into the TPM first, and a measurement that fails fails the start
+ * before any process of the cage exists.
  *
  * @param flags 0 or CLIP_CAGE_START_REGISTER
  * @return 0, or -EINVAL (bad flags, not a new cage), -EPERM (the host
@@ -311,7 +337,10 @@ struct clip_cage *clip_cage_unref(struct clip_cage *cage);
  *	   -EOPNOTSUPP (veth without root), -EEXIST (a cage of that name is
  *	   registered and running), -ENOMEM, -EIO (a set-up step failed
  *	   in the child: the message names it), -EACCES, -ENOTDIR (the state
- *	   directory, with CLIP_CAGE_START_REGISTER), -ECHILD.
+ *	   directory, with CLIP_CAGE_START_REGISTER), -ECHILD; with
+ *	   Measure=yes, the errors of clip_tpm_measure(): -ENODEV (no TPM
+ *	   reachable), -EBADMSG (a damaged event log), -EPERM, -ENOSPC,
+ *	   -EDQUOT, -EROFS, -ENAMETOOLONG.
  * @since 0.1
  */
 int clip_cage_start(struct clip_cage *cage, unsigned flags, struct clip_error **reterr);

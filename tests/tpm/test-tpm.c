@@ -27,6 +27,8 @@
 #include <openssl/evp.h>
 #include <valgrind/valgrind.h>
 
+#include <clip/cage.h>
+
 #include "helpers.h"
 #include "key.h"
 #include "tpm-internal.h"
@@ -1059,4 +1061,148 @@ Test(tpm, concurrent_measurements_keep_log_and_pcr_in_step)
 	cr_assert_eq(clip_tpm_replay(ctx, NULL, NULL, &e), 20, "%s", clip_error_get_message(e));
 	clip_ctx_unref(ctx);
 	swtpm_stop(&s);
+}
+
+/* ---- measured cages ------------------------------------------------------ */
+
+static void
+skip_unless_cages(void)
+{
+	if (!test_is_root() && access("/proc/self/ns/user", F_OK) != 0)
+		cr_skip_test("no user namespaces: no cages");
+	if (RUNNING_ON_VALGRIND)
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+}
+
+static struct clip_cage *
+cage_of(struct clip_ctx *ctx, const char *text)
+{
+	struct clip_cage_profile *p = NULL;
+	struct clip_cage *c = NULL;
+	struct clip_error *e = NULL;
+
+	cr_assert_eq(clip_cage_profile_parse(&p, "t.cage", text, strlen(text), &e), 0, "%s",
+		     clip_error_get_message(e));
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	clip_cage_profile_unref(p);
+	return c;
+}
+
+/* Start a cage, run /bin/true in it, stop it; its canonical profile into @canonical. */
+static void
+run_true_in_cage(struct clip_ctx *ctx, const char *text, char **canonical)
+{
+	const char *argv[] = { "/bin/true", NULL };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
+	struct clip_cage *c = cage_of(ctx, text);
+	struct clip_error *e = NULL;
+	int pidfd = -1, status = -1;
+
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start: %s", clip_error_get_message(e));
+	cr_assert_eq(clip_cage_spawn(c, &o, &pidfd, &e), 0, "spawn: %s", clip_error_get_message(e));
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 0);
+	close(pidfd);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_eq(clip_cage_profile_format(clip_cage_get_profile(c), canonical), 0);
+	clip_cage_unref(c);
+}
+
+static void
+pcr23(struct clip_ctx *ctx, uint8_t v[32])
+{
+	struct clip_error *e = NULL;
+
+	cr_assert_eq(clip_tpm_pcr_read(ctx, 23, v, &e), 0, "%s", clip_error_get_message(e));
+}
+
+Test(tpm, a_measured_cage_start_extends_the_pcr_and_replays)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = state_in(dir, "state");
+	_cleanup_free_ char *log = state_in(state, "tpm-events.log");
+	static const char alpha[] = "[Cage]\nName=alpha\nLevel=s1\n"
+				    "[Security]\nWriteXorExecute=no\nMeasure=yes\n"
+				    "SystemCallFilter=~mknod chmod\n";
+	/* The same profile, written otherwise: the same canonical text, the same digest. */
+	static const char alpha_again[] =
+		"# alpha again\n[Security]\nSystemCallFilter=~chmod mknod\n"
+		"Measure = yes\n[Cage]\nLevel=s1\nName=alpha\n";
+	static const char beta[] = "[Cage]\nName=beta\nLevel=s2\n[Security]\nMeasure=yes\n";
+	static const char gamma[] = "[Cage]\nName=gamma\nLevel=s3\n";
+	const char *whats[] = { "cage:alpha", "cage:beta", "cage:alpha" };
+	char *canon[3] = { NULL }, *gamma_canon = NULL, original[8192], edited[8192], *p;
+	uint8_t zero[32] = { 0 }, before[32], v[32], want[32], d[32];
+	struct seen seen = { 0 };
+	struct clip_error *e = NULL;
+	struct clip_ctx *ctx;
+	struct clip_cage *c;
+	struct swtpm s;
+
+	skip_unless_cages();
+	swtpm_new(&s);
+	ctx = tpm_ctx(state, &s);
+	pcr23(ctx, before);
+	cr_assert_eq(memcmp(before, zero, 32), 0);
+
+	run_true_in_cage(ctx, alpha, &canon[0]);
+	pcr23(ctx, v);
+	cr_assert_neq(memcmp(v, before, 32), 0, "the start of a measured cage extends PCR 23");
+	expected_pcr(whats, (const char *const *)canon, 1, want);
+	cr_assert_eq(memcmp(v, want, 32), 0,
+		     "PCR 23 is the chain of cage:alpha's canonical profile");
+	cr_assert_eq(clip_tpm_replay(ctx, NULL, NULL, &e), 1, "%s", clip_error_get_message(e));
+
+	run_true_in_cage(ctx, beta, &canon[1]);
+	run_true_in_cage(ctx, alpha_again, &canon[2]);
+	cr_assert_str_eq(canon[2], canon[0], "two spellings of one profile are one canonical text");
+	pcr23(ctx, v);
+	expected_pcr(whats, (const char *const *)canon, 3, want);
+	cr_assert_eq(memcmp(v, want, 32), 0);
+	cr_assert_eq(clip_tpm_replay(ctx, collect, &seen, &e), 3, "%s", clip_error_get_message(e));
+	for (int i = 0; i < 3; i++) {
+		sha256_of(canon[i], strlen(canon[i]), d);
+		cr_assert_eq(seen.pcr[i], 23);
+		cr_assert_str_eq(seen.what[i], whats[i]);
+		cr_assert_eq(memcmp(seen.digest[i], d, 32), 0, "event %d is the canonical profile",
+			     i);
+	}
+
+	/* Without Measure: neither the PCR nor the log changes. */
+	strcpy(original, slurp(log));
+	memcpy(before, v, 32);
+	run_true_in_cage(ctx, gamma, &gamma_canon);
+	cr_assert(strstr(gamma_canon, "\nMeasure=no\n"), "%s", gamma_canon);
+	pcr23(ctx, v);
+	cr_assert_eq(memcmp(v, before, 32), 0, "a cage without Measure leaves PCR 23 alone");
+	cr_assert_str_eq(slurp(log), original, "and the log");
+
+	/* One byte of the first recorded digest changed: the log no longer matches. */
+	strcpy(edited, original);
+	p = strchr(edited, '\n') + 1 + 3;
+	*p = *p == 'f' ? 'e' : 'f';
+	assert_replay_refused(ctx, log, edited, "PCR 23 does not match the event log",
+			      "an edited digest");
+	write_file(log, original, strlen(original), 0600);
+	cr_assert_eq(clip_tpm_replay(ctx, NULL, NULL, &e), 3, "%s", clip_error_get_message(e));
+	assert_tpm_empty(&s);
+
+	/* The TPM gone: a measured cage is refused, and nothing of it runs. */
+	swtpm_stop(&s);
+	c = cage_of(ctx, beta);
+	assert_errno(clip_cage_start(c, 0, &e), -ENODEV);
+	assert_message(e, "cage beta not started: its profile says Measure=yes and its start "
+			  "cannot be measured: no TPM at");
+	e = clip_error_free(e);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW);
+	assert_errno(clip_cage_get_fd(c), -ECHILD);
+	clip_cage_unref(c);
+	cr_assert_str_eq(slurp(log), original, "a refused start leaves the log as it was");
+	/* An unmeasured one still starts. */
+	free(gamma_canon);
+	run_true_in_cage(ctx, gamma, &gamma_canon);
+
+	for (int i = 0; i < 3; i++)
+		free(canon[i]);
+	free(gamma_canon);
+	clip_ctx_unref(ctx);
 }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # clipctl tpm, driven as an administrator would, against the swtpm that
 # tests/tpm/with-swtpm started ($CLIP_TPM_TCTI): status, seal-key, measure,
-# replay, an edited event log, no TPM, and the usage errors.
+# replay, an edited event log, measured cage starts, no TPM, and the
+# usage errors.
 set -u
 clipctl=$1
 . "$(dirname "$0")/../integration/tap.sh"
@@ -49,6 +50,34 @@ head -n 2 "$d/saved.log" >"$state/tpm-events.log"
 expect 1 "a truncated event log does not match" -- "${c[@]}" tpm replay
 cp "$d/saved.log" "$state/tpm-events.log"
 expect 0 "the saved log matches again" -- "${c[@]}" tpm replay
+
+# A cage whose profile says Measure=yes is measured when it starts.
+if [ "$(id -u)" = 0 ] || unshare -Ur true 2>/dev/null; then
+	printf '[Cage]\nName=measured\nLevel=s1\n[Security]\nMeasure=yes\n' >"$d/measured.cage"
+	printf '[Cage]\nName=plain\n' >"$d/plain.cage"
+	expect 0 "cage run, Measure=yes" -- "${c[@]}" cage run --profile "$d/measured.cage" -- true
+	expect 0 "cage run, Measure=yes, again" -- "${c[@]}" cage run --profile "$d/measured.cage" -- true
+	expect 0 "replay matches after two measured cage starts" -- "${c[@]}" tpm replay
+	like "the starts are in the log" "$out" "23 [0-9a-f]{64} cage:measured"
+	like "two more events" "$out" "4 events, matches the TPM"
+	cp "$state/tpm-events.log" "$d/saved.log"
+	expect 0 "cage run, no Measure" -- "${c[@]}" cage run --profile "$d/plain.cage" -- true
+	is "a cage without Measure adds nothing to the log" "$(cat "$state/tpm-events.log")" "$(cat "$d/saved.log")"
+	expect 0 "and the PCR still matches" -- "${c[@]}" tpm replay
+	last=$(tail -n 1 "$state/tpm-events.log")
+	[ "${last:3:1}" = 0 ] && byte=1 || byte=0
+	sed -i "\$ s/^23 ./23 $byte/" "$state/tpm-events.log"
+	is "one byte of the last digest changed" "$(cmp -l "$state/tpm-events.log" "$d/saved.log" | wc -l)" 1
+	expect 1 "a log with one byte of a cage's digest edited does not match" -- "${c[@]}" tpm replay
+	like "the PCR is named" "$err" "PCR 23 does not match the event log"
+	cp "$d/saved.log" "$state/tpm-events.log"
+	expect 1 "Measure=yes with no TPM: the cage is not started" -- env CLIP_TPM_TCTI=swtpm:path=/nonexistent/s "${c[@]}" cage run --profile "$d/measured.cage" -- touch "$d/ran"
+	like "and says why" "$err" "cage measured not started: its profile says Measure=yes and its start cannot be measured: no TPM at 'swtpm:path=/nonexistent/s'"
+	is "the command did not run" "$(test -e "$d/ran" && echo ran || echo no)" no
+	expect 0 "the log still matches" -- "${c[@]}" tpm replay
+else
+	skip "measured cages" "this host refuses user namespaces to uid $(id -u)"
+fi
 
 expect 1 "no TPM: status fails" -- "${c[@]}" tpm status --tcti swtpm:path=/nonexistent/s
 like "and says so" "$err" "no TPM at 'swtpm:path=/nonexistent/s'"

@@ -19,6 +19,8 @@
 #include <criterion/criterion.h>
 #include <seccomp.h>
 
+#include <clip/tpm.h>
+
 #include "cage-internal.h"
 #include "helpers.h"
 
@@ -83,7 +85,10 @@ Test(cage_profile, valid_full)
 	cr_assert(p->wx);
 	cr_assert_eq(clip_cage_profile_format(p, &text), 0);
 	cr_assert(strstr(text, "Capability=cap_chown cap_net_bind_service\n"), "%s", text);
-	cr_assert(strstr(text, "BindReadOnly=/opt /usr/share/doc:/doc\n"), "%s", text);
+	/* Sorted by target: /doc before /opt. */
+	cr_assert(strstr(text, "BindReadOnly=/usr/share/doc:/doc /opt\n"), "%s", text);
+	cr_assert(strstr(text, "SystemCallFilter=~chmod mknod\n"), "%s", text);
+	cr_assert(strstr(text, "WriteXorExecute=yes\nMeasure=no\n"), "%s", text);
 	free(text);
 	clip_cage_profile_unref(p);
 }
@@ -111,10 +116,69 @@ Test(cage_profile, minimal_defaults)
 	cr_assert_eq(p->net_mode, CLIP_CAGE_NET_NONE);
 	cr_assert_eq(p->caps, 0);
 	cr_assert_not(p->wx);
+	cr_assert_not(p->measure);
 	/* Derived uid ranges: aligned, in systemd's container range. */
 	cr_assert_eq(cage_profile_uid_base(p) % CAGE_UID_RANGE, 0);
 	cr_assert_geq(cage_profile_uid_base(p), CAGE_UID_BASE_MIN);
 	clip_cage_profile_unref(p);
+}
+
+Test(cage_profile, measure_accepted_values)
+{
+	struct clip_cage_profile *p = parse_ok("[Cage]\nName=a\n[Security]\nMeasure=yes\n");
+	struct clip_cage_profile *q = parse_ok("[Security]\nMeasure = no\n[Cage]\nName=a\n");
+	char *text = NULL;
+
+	cr_assert(p->measure);
+	cr_assert_not(q->measure);
+	cr_assert_eq(clip_cage_profile_format(p, &text), 0);
+	cr_assert(strstr(text, "\nMeasure=yes\n"), "%s", text);
+	free(text);
+	cr_assert_eq(clip_cage_profile_format(q, &text), 0);
+	cr_assert(strstr(text, "\nMeasure=no\n"), "%s", text);
+	free(text);
+	/* The builder says the same. */
+	cr_assert_eq(clip_cage_profile_set_measure(q, 1), 0);
+	cr_assert(q->measure);
+	cr_assert_eq(clip_cage_profile_set_measure(q, 0), 0);
+	cr_assert_not(q->measure);
+	clip_cage_profile_unref(p);
+	clip_cage_profile_unref(q);
+}
+
+/* What a cage with Measure=yes measures: the same for the same profile, however written. */
+Test(cage_profile, format_is_canonical)
+{
+	static const char a[] = "[Cage]\nName=c\nLevel=s2:c1,c3\n"
+				"[Files]\nBindReadOnly=/opt /usr/share/doc:/doc\n"
+				"Bind=/srv/b:/b /srv/a:/a\nTemporaryFileSystem=/var/tmp /home\n"
+				"[Network]\nMode=loopback\n"
+				"[Limits]\nMemoryMax=1G\nTasksMax=10\n"
+				"[Security]\nCapability=CAP_NET_BIND_SERVICE chown\n"
+				"SystemCallFilter=~mknod chmod\nWriteXorExecute=yes\nMeasure=yes\n";
+	static const char b[] = "# the same profile, written otherwise\n"
+				"[Security]\n  Measure = yes\n"
+				"SystemCallFilter =~chmod   mknod mknod\n"
+				"Capability=cap_chown\tnet_bind_service\n"
+				"WriteXorExecute=yes\n\n"
+				"[Limits]\nTasksMax=10\nMemoryMax=1048576K\n"
+				"[Files]\nTemporaryFileSystem=/home /var/tmp\n"
+				"Bind=/srv/a:/a\t/srv/b:/b\n"
+				"BindReadOnly=/usr/share/doc:/doc /opt\n"
+				"; comment\n[Network]\nMode = loopback\n"
+				"[Cage]\nLevel=s2:c1,c3\nName=c";
+	struct clip_cage_profile *p = parse_ok(a), *q = parse_ok(b);
+	char *ta = NULL, *tb = NULL;
+
+	cr_assert_eq(clip_cage_profile_format(p, &ta), 0);
+	cr_assert_eq(clip_cage_profile_format(q, &tb), 0);
+	cr_assert_str_eq(ta, tb);
+	cr_assert(strstr(ta, "Bind=/srv/a:/a /srv/b:/b\n"), "%s", ta);
+	cr_assert(strstr(ta, "TemporaryFileSystem=/home /var/tmp\n"), "%s", ta);
+	free(ta);
+	free(tb);
+	clip_cage_profile_unref(p);
+	clip_cage_profile_unref(q);
 }
 
 struct refusal {
@@ -184,6 +248,17 @@ static const struct refusal refusals[] = {
 	{ H "[Security]\nSystemCallFilter=~MOUNT\n", -EINVAL, "SystemCallFilter:", -1 },
 	{ H "[Security]\nWriteXorExecute=maybe\n", -EINVAL, "[Security] WriteXorExecute:", -1 },
 	{ H "[Security]\nwritexorexecute=yes\n", -EINVAL, "has no key 'writexorexecute'", -1 },
+	{ H "[Security]\nMeasure=maybe\n", -EINVAL,
+	  "t.cage:4: [Security] Measure: 'maybe' is not yes or no", 33 },
+	{ H "[Security]\nMeasure=Yes\n", -EINVAL, "[Security] Measure: 'Yes' is not yes or no",
+	  -1 },
+	{ H "[Security]\nMeasure=1\n", -EINVAL, "[Security] Measure: '1' is not yes or no", -1 },
+	{ H "[Security]\nMeasure=yes please\n", -EINVAL, "[Security] Measure:", -1 },
+	{ H "[Security]\nMeasure=\n", -EINVAL, "[Security] Measure: empty value", -1 },
+	{ H "[Security]\nMeasure=yes\nMeasure=no\n", -EINVAL,
+	  "t.cage:5: [Security] Measure: given twice", -1 },
+	{ H "[Security]\nmeasure=yes\n", -EINVAL, "has no key 'measure'", -1 },
+	{ H "Measure=yes\n", -EINVAL, "t.cage:3: [Cage] has no key 'Measure'", -1 },
 	{ H "Level=s1\rx\n", -EINVAL, "t.cage:3: control character 0x0d", 22 },
 	{ H "Level=s1\0\n", -EINVAL, "control character 0x00", -1 },
 	{ H "Level=s\xc3\xa9\n", -EINVAL, "profiles are ASCII", -1 },
@@ -301,6 +376,9 @@ Test(cage_builder, refusals)
 	cr_assert_eq(clip_cage_profile_add_capability(p, "CAP_KILL"), 0);
 	assert_errno(clip_cage_profile_add_syscall_deny(p, "nope"), -EINVAL);
 	assert_errno(clip_cage_profile_set_wx(p, 2), -EINVAL);
+	assert_errno(clip_cage_profile_set_measure(p, 2), -EINVAL);
+	assert_errno(clip_cage_profile_set_measure(p, -1), -EINVAL);
+	assert_errno(clip_cage_profile_set_measure(NULL, 1), -EINVAL);
 	assert_errno(clip_cage_profile_set_level(p, NULL), -EINVAL);
 	clip_cage_profile_unref(p);
 }
@@ -512,4 +590,46 @@ Test(cage_life, misuse_before_start)
 	clip_cage_unref(c);
 	clip_cage_profile_unref(p);
 	clip_ctx_unref(ctx);
+}
+
+/* Measure=yes and no TPM: the start is refused, nothing runs; Measure=no never asks the TPM. */
+Test(cage_life, measure_without_a_tpm_refuses_the_start)
+{
+	char *dir = test_tmpdir("tmpfs");
+	struct clip_tpm_opts o = { .size = sizeof(o), .tcti = "swtpm:path=/nonexistent/s" };
+	struct clip_cage_profile *p = parse_ok(H "[Security]\nMeasure=yes\n");
+	struct clip_cage_profile *q = parse_ok(H);
+	struct clip_ctx *ctx = test_ctx(dir);
+	struct clip_cage *c = NULL;
+	struct clip_error *e = NULL;
+	int *pids = NULL;
+	size_t n;
+
+	if (!userns_available())
+		cr_skip_test("no user namespaces");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	cr_assert_eq(clip_ctx_set_tpm_options(ctx, &o), 0);
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	assert_errno(clip_cage_start(c, CLIP_CAGE_START_REGISTER, &e), -ENODEV);
+	cr_assert(strstr(clip_error_get_message(e),
+			 "cage a not started: its profile says Measure=yes and its start cannot "
+			 "be measured: no TPM at 'swtpm:path=/nonexistent/s'"),
+		  "%s", clip_error_get_message(e));
+	e = clip_error_free(e);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW);
+	assert_errno(clip_cage_get_pids(c, &pids, &n), -ECHILD);
+	assert_errno(clip_cage_attach(&c, ctx, "a", NULL), -ENODATA);
+	clip_cage_unref(c);
+
+	/* The same context, without Measure: the cage starts. */
+	c = NULL;
+	cr_assert_eq(clip_cage_new(&c, ctx, q, NULL), 0);
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "%s", clip_error_get_message(e));
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_cage_profile_unref(p);
+	clip_cage_profile_unref(q);
+	clip_ctx_unref(ctx);
+	free(dir);
 }
