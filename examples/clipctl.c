@@ -69,6 +69,7 @@ usage(FILE *f)
 	      "\n"
 	      "Options:\n"
 	      "  --state-dir DIR   state directory (default $CLIP_STATE_DIR, then /var/lib/clip)\n"
+	      "  --key-provider NAME  where the MAC key comes from: file (default) or tpm\n"
 	      "  --rootless        use the user.clip.label attribute\n"
 	      "  --names FILE      level names (setrans.conf style)\n"
 	      "  -v, --verbose     log what the library does\n"
@@ -120,6 +121,10 @@ clipctl_ctx(const struct clipctl *c)
 	clip_ctx_set_log_priority(ctx, c->verbose ? LOG_DEBUG : LOG_ERR);
 	if (c->state_dir && clip_ctx_set_state_dir(ctx, c->state_dir) < 0) {
 		fail_usage("bad state directory '%s' (an absolute path)", c->state_dir);
+		return clip_ctx_unref(ctx);
+	}
+	if (c->key_provider && clip_ctx_set_key_provider(ctx, c->key_provider) < 0) {
+		fail_usage("unknown key provider '%s'", c->key_provider);
 		return clip_ctx_unref(ctx);
 	}
 	return ctx;
@@ -216,6 +221,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "state-dir", required_argument, NULL, 'd' },
+		{ "key-provider", required_argument, NULL, 'k' },
 		{ "rootless", no_argument, NULL, 'r' },
 		{ "names", required_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -230,6 +236,9 @@ main(int argc, char **argv)
 		switch (opt) {
 		case 'd':
 			c.state_dir = optarg;
+			break;
+		case 'k':
+			c.key_provider = optarg;
 			break;
 		case 'r':
 			c.label_flags |= CLIP_LABEL_ROOTLESS;

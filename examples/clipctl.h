@@ -13,6 +13,7 @@
 
 struct clipctl {
 	const char *state_dir;
+	const char *key_provider;
 	const char *names_path;
 	unsigned label_flags;
 	int verbose;

@@ -95,6 +95,9 @@ like "and named" "$err" "no key"
 expect 2 "a bad level is a usage error" -- "$clipctl" --state-dir "$d/state" label set "$d/f" s1:c9999
 expect 1 "a missing file" -- "$clipctl" --state-dir "$d/state" label verify "$d/nonexistent"
 expect 2 "a relative state directory" -- "$clipctl" --state-dir relative label verify "$d/f"
+expect 2 "an unknown key provider" -- "$clipctl" --state-dir "$d/state" --key-provider nonsense --rootless label verify "$d/f"
+like "is named" "$err" "unknown key provider 'nonsense'"
+expect 0 "the file key provider by name" -- "$clipctl" --state-dir "$d/state" --key-provider file --rootless label set "$d/f" s1
 mkfifo "$d/fifo"
 expect 1 "a fifo carries no label" -- "$clipctl" --state-dir "$d/state" --rootless label set "$d/fifo" s1
 rm -rf "$d"
