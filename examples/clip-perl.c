@@ -770,6 +770,8 @@ main(int argc, char **argv, char **env)
 	PERL_SYS_INIT3(&argc, &args, &env);
 	my_perl = perl_alloc();
 	perl_construct(my_perl);
+	/* As perl's own main: no full teardown at exit (a threaded perl defaults to one). */
+	PL_perl_destruct_level = 0;
 	PL_exit_flags |= PERL_EXIT_DESTRUCT_END;
 	if (!perl_parse(my_perl, xs_init, argc, args, env))
 		perl_run(my_perl);
