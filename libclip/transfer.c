@@ -92,11 +92,13 @@ transfer_new(struct clip_transfer **ret, int sock, int fd, const char *target, c
 	snprintf(msg.request.target, sizeof(msg.request.target), "%s", target);
 	snprintf(msg.request.name, sizeof(msg.request.name), "%s", name);
 	snprintf(msg.request.note, sizeof(msg.request.note), "%s", note);
-	r = proto_send(t->sock, &msg, reterr);
+	r = proto_send(t->sock, &msg, NULL);
 	if (r < 0) {
 		close(t->sock);
 		free(t);
-		return r == -EPIPE ? -ECONNRESET : r;
+		if (r == -EPIPE || r == -ECONNRESET)
+			return error_set(reterr, -ECONNRESET, "the mediator closed the connection");
+		return error_set_errno(reterr, r, "cannot send the request");
 	}
 	*ret = t;
 	return 0;
