@@ -30,6 +30,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
@@ -359,18 +360,20 @@ front_start(struct cage_conf *c)
 	if (c->front < 0)
 		return -errno;
 	if (c->front == 0) {
-		/* Only this cage's socket and the channel up stay open. */
+		/*
+		 * Only this cage's socket (fd 3) and the channel up (fd 4) stay
+		 * open: not the inboxes, the audit log (its lock would outlive a
+		 * killed main process), the mediator's fds or other cages'.
+		 */
+		int l = fcntl(c->listen_fd, F_DUPFD_CLOEXEC, 64),
+		    u = fcntl(sp[1], F_DUPFD_CLOEXEC, 64);
+
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		for (size_t i = 0; i < arg.n_cages; i++) {
-			if (arg.cages[i].inbox_fd >= 0)
-				close(arg.cages[i].inbox_fd);
-			if (&arg.cages[i] != c && arg.cages[i].listen_fd >= 0)
-				close(arg.cages[i].listen_fd);
-			if (arg.cages[i].ctrl_fd >= 0)
-				close(arg.cages[i].ctrl_fd);
-		}
-		close(sp[0]);
-		front_run(c, sp[1]);
+		if (l < 0 || u < 0 || dup3(l, 3, O_CLOEXEC) < 0 || dup3(u, 4, O_CLOEXEC) < 0 ||
+		    syscall(SYS_close_range, 5, ~0u, 0) < 0)
+			_exit(EXIT_FAILURE);
+		c->listen_fd = 3;
+		front_run(c, 4);
 	}
 	close(sp[1]);
 	close(c->listen_fd);

@@ -219,7 +219,11 @@ while kill -0 "$client" 2>/dev/null; do
 	sleep "0.0$((RANDOM % 3))$((RANDOM % 10))"
 	kill -9 "$clipd_pid" 2>/dev/null && kills=$((kills + 1))
 	wait "$clipd_pid" 2>/dev/null
-	start_clipd || break
+	if ! start_clipd; then
+		echo "# clipd did not restart: $(tail -2 "$d/clipd.log")"
+		kill "$client"
+		break
+	fi
 done
 wait "$client" && ok "all 100 transfers were answered despite $kills kills" || not_ok "transfers answered ($(cat "$d/retry.out"))"
 partial=0

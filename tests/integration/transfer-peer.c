@@ -235,6 +235,9 @@ one(int *sock, const char *dir, const char *inbox, const char *target, unsigned 
 	sha256_file(fd, want);
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		if (b.tv_sec - a.tv_sec > 60)
+			return -1; /* the daemon never came back */
 		if (*sock < 0 && clip_transfer_connect(sock, sock_path, NULL) < 0) {
 			if (!retry)
 				return -1;
