@@ -34,33 +34,11 @@
 
 #include <clip/clip.h>
 
+#include "bench.h"
+
 extern char **environ;
 
 static int runs = 7, iterations = 20;
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return v[n / 2];
-}
 
 /* Milliseconds per call of @fn over one batch of iterations; -1 on failure. */
 static double

@@ -28,6 +28,8 @@
 
 #include <clip/clip.h>
 
+#include "bench.h"
+
 #ifndef AT_EXECVE_CHECK
 #define AT_EXECVE_CHECK 0x10000
 #endif
@@ -40,30 +42,6 @@ struct bench {
 
 static int runs = 7, interp_runs = 15;
 static long duration_ms = 300;
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(double), cmp_double);
-	return v[n / 2];
-}
 
 /* Operations per second: median over the runs. */
 static double

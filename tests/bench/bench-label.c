@@ -24,6 +24,8 @@
 
 #include <clip/clip.h>
 
+#include "bench.h"
+
 struct bench {
 	const char *name;
 	int (*fn)(void *);
@@ -32,23 +34,6 @@ struct bench {
 
 static int runs = 7;
 static long duration_ms = 300;
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 /* Operations per second: median over the runs. */
 static double
@@ -71,8 +56,7 @@ measure(const struct bench *b)
 		} while (t < end);
 		rates[r] = (double)n / (t - start);
 	}
-	qsort(rates, (size_t)runs, sizeof(double), cmp_double);
-	return rates[runs / 2];
+	return median(rates, runs);
 }
 
 struct label_data {

@@ -28,6 +28,8 @@
 
 #include <clip/clip.h>
 
+#include "bench.h"
+
 struct bench {
 	const char *name;
 	int (*fn)(void *);
@@ -36,23 +38,6 @@ struct bench {
 
 static int runs = 7;
 static long duration_ms = 300;
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 /* Microseconds per operation: the median over the runs of each run's mean. */
 static double
@@ -74,8 +59,7 @@ measure(const struct bench *b)
 		} while (t < end || n < 3);
 		us[r] = (t - start) * 1e6 / (double)n;
 	}
-	qsort(us, (size_t)runs, sizeof(double), cmp_double);
-	return us[runs / 2];
+	return median(us, runs);
 }
 
 struct start_data {

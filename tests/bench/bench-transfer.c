@@ -30,27 +30,12 @@
 
 #include <clip/clip.h>
 
+#include "bench.h"
+
 static int runs = 3, count = 2000;
 static long size_mb = 1024;
 static const char *base = "/var/tmp";
 static char dir[512], src_sock[600], inbox[600];
-
-static double
-now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
 
 static int
 listen_at(const char *path)
