@@ -38,6 +38,8 @@
 
 #include <clip/clip.h>
 
+#include "launcher.h"
+
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U
 #endif
@@ -62,25 +64,6 @@ struct scan {
 	bool info; /* -v, -h, -V: perl prints and exits */
 	const char *code_switch; /* -M, -m or -F carrying code */
 };
-
-static void
-log_to_stderr(struct clip_ctx *c, int priority, const char *message, void *userdata)
-{
-	fprintf(stderr, "clip-perl: %s\n", message);
-}
-
-static int
-log_priority(void)
-{
-	static const char *const names[] = { "emerg",   "alert",  "crit", "err",
-					     "warning", "notice", "info", "debug" };
-	const char *v = secure_getenv("CLIP_LOG");
-
-	for (int i = 0; v && i < 8; i++)
-		if (strcmp(v, names[i]) == 0)
-			return i;
-	return LOG_ERR;
-}
 
 /*
  * -MModule, -MModule=args and -MModule VERSION only: perl pastes anything
@@ -741,8 +724,7 @@ main(int argc, char **argv, char **env)
 		fprintf(stderr, "clip-perl: cannot create a libclip context\n");
 		return 1;
 	}
-	clip_ctx_set_log_fn(ctx, log_to_stderr, NULL);
-	clip_ctx_set_log_priority(ctx, log_priority());
+	launcher_log_to_stderr(ctx, "clip-perl");
 	scan_args(argc, argv, &s);
 	exitcode = check_interactive(&s);
 	if (exitcode)

@@ -35,6 +35,8 @@
 
 #include <clip/clip.h>
 
+#include "launcher.h"
+
 /* Refusals at start-up exit like a shell that cannot execute a file. */
 #define EXIT_REFUSED 126
 
@@ -46,26 +48,6 @@ static struct {
 	bool sourceless_patched;
 	PyObject *bytesio;
 } L;
-
-static void
-log_to_stderr(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
-{
-	fprintf(stderr, "clip-python: %s\n", message);
-}
-
-/* CLIP_LOG=err|warning|notice|info|debug: what of the library's log to show. */
-static int
-log_priority(void)
-{
-	static const char *const names[] = { "emerg",   "alert",  "crit", "err",
-					     "warning", "notice", "info", "debug" };
-	const char *v = secure_getenv("CLIP_LOG");
-
-	for (int i = 0; v && i < 8; i++)
-		if (strcmp(v, names[i]) == 0)
-			return i;
-	return LOG_ERR;
-}
 
 static void
 refuse(const char *what, struct clip_error *error)
@@ -587,8 +569,7 @@ setup_ctx(void)
 {
 	if (clip_ctx_new(&L.ctx) < 0)
 		return -1;
-	clip_ctx_set_log_fn(L.ctx, log_to_stderr, NULL);
-	clip_ctx_set_log_priority(L.ctx, log_priority());
+	launcher_log_to_stderr(L.ctx, "clip-python");
 	return 0;
 }
 
