@@ -26,38 +26,8 @@
 
 #include "bench.h"
 
-struct bench {
-	const char *name;
-	int (*fn)(void *);
-	void *data;
-};
-
 static int runs = 7;
 static long duration_ms = 300;
-
-/* Operations per second: median over the runs. */
-static double
-measure(const struct bench *b)
-{
-	double rates[64];
-
-	for (int r = 0; r < runs; r++) {
-		double start = now(), end = start + (double)duration_ms / 1000.0, t;
-		long n = 0;
-
-		do {
-			for (int i = 0; i < 64; i++)
-				if (b->fn(b->data) < 0) {
-					fprintf(stderr, "bench-label: %s failed\n", b->name);
-					exit(1);
-				}
-			n += 64;
-			t = now();
-		} while (t < end);
-		rates[r] = (double)n / (t - start);
-	}
-	return median(rates, runs);
-}
 
 struct label_data {
 	struct clip_ctx *ctx;
@@ -135,7 +105,7 @@ do_strcmp(void *p)
 static void
 row(const char *what, const struct bench *ours, const struct bench *peer)
 {
-	double a = measure(ours), b = measure(peer);
+	double a = bench_rate(ours, runs, duration_ms), b = bench_rate(peer, runs, duration_ms);
 
 	printf("| %-34s | %12.0f | %-22s | %12.0f | %6.2f |\n", what, a, peer->name, b, b / a);
 }
@@ -198,15 +168,17 @@ main(int argc, char **argv)
 	       "ops/s", "ratio");
 	printf("|%.36s|%.14s|%.24s|%.14s|%.8s|\n", "------------------------------------",
 	       "--------------", "------------------------", "--------------", "--------");
-	row("label verify (xattr + HMAC)", &(struct bench){ "verify", do_verify, &ld },
-	    &(struct bench){ "fgetxattr only", do_getxattr, &ld });
-	row("label set (HMAC + xattr)", &(struct bench){ "set", do_set, &ld },
-	    &(struct bench){ "fsetxattr only", do_setxattr, &ld });
+	row("label verify (xattr + HMAC)",
+	    &(struct bench){ .name = "verify", .fn = do_verify, .data = &ld },
+	    &(struct bench){ .name = "fgetxattr only", .fn = do_getxattr, .data = &ld });
+	row("label set (HMAC + xattr)", &(struct bench){ .name = "set", .fn = do_set, .data = &ld },
+	    &(struct bench){ .name = "fsetxattr only", .fn = do_setxattr, .data = &ld });
 	row("level parse+compare (s2:c1 vs s1)",
-	    &(struct bench){ "parse", do_parse_compare, &simple },
-	    &(struct bench){ "strcmp", do_strcmp, &simple });
-	row("level parse+compare (wide sets)", &(struct bench){ "parse", do_parse_compare, &wide },
-	    &(struct bench){ "strcmp", do_strcmp, &wide });
+	    &(struct bench){ .name = "parse", .fn = do_parse_compare, .data = &simple },
+	    &(struct bench){ .name = "strcmp", .fn = do_strcmp, .data = &simple });
+	row("level parse+compare (wide sets)",
+	    &(struct bench){ .name = "parse", .fn = do_parse_compare, .data = &wide },
+	    &(struct bench){ .name = "strcmp", .fn = do_strcmp, .data = &wide });
 	printf("\nratio = baseline ops/s / libclip ops/s (how many times cheaper the bare "
 	       "baseline is)\n");
 

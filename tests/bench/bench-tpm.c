@@ -30,12 +30,6 @@
 
 #include "bench.h"
 
-struct bench {
-	const char *name;
-	int (*fn)(void *);
-	void *data;
-};
-
 static int runs = 7;
 static long duration_ms = 300;
 
@@ -213,18 +207,21 @@ main(int argc, char **argv)
 	       "us/op", "ratio");
 	printf("|%.38s|%.12s|%.32s|%.12s|%.8s|\n", "--------------------------------------",
 	       "------------", "--------------------------------", "------------", "--------");
-	row("context start + verify, tpm provider", &(struct bench){ "tpm start", do_start, &tpm },
-	    &(struct bench){ "same, file provider", do_start, &file });
+	row("context start + verify, tpm provider",
+	    &(struct bench){ .name = "tpm start", .fn = do_start, .data = &tpm },
+	    &(struct bench){ .name = "same, file provider", .fn = do_start, .data = &file });
 	/* The connection of the baseline is not open while clip_tpm_measure() runs. */
 	Esys_Finalize(&md.esys);
 	Tss2_TctiLdr_Finalize(&tcti);
 	{
-		double a = measure(&(struct bench){ "measure", do_measure, &md }), b;
+		double a = measure(
+			       &(struct bench){ .name = "measure", .fn = do_measure, .data = &md }),
+		       b;
 
 		if (Tss2_TctiLdr_Initialize(o.tcti, &tcti) != TSS2_RC_SUCCESS ||
 		    Esys_Initialize(&md.esys, tcti, NULL) != TSS2_RC_SUCCESS)
 			return 1;
-		b = measure(&(struct bench){ "extend", do_extend, &md });
+		b = measure(&(struct bench){ .name = "extend", .fn = do_extend, .data = &md });
 		printf("| %-36s | %10.0f | %-30s | %10.0f | %6.2f |\n",
 		       "clip_tpm_measure (PCR 23, log)", a, "bare Esys_PCR_Extend, SHA-256", b,
 		       a / b);
