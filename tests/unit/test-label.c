@@ -602,3 +602,23 @@ Test(label, failures_always_carry_a_message)
 	clip_level_unref(l);
 	clip_ctx_unref(ctx);
 }
+
+Test(label, changing_the_state_dir_drops_the_loaded_key)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = state_dir(dir);
+	_cleanup_free_ char *other = NULL;
+	struct clip_ctx *ctx = test_ctx(state);
+	struct clip_level *l = level("s1");
+	int fd = test_file(dir, "a", "x");
+
+	cr_assert_eq(clip_label_set(ctx, fd, l, CLIP_LABEL_ROOTLESS, NULL), 0);
+	cr_assert_geq(asprintf(&other, "%s/other", dir), 0);
+	/* A key cached from the old directory must not answer for the new one. */
+	cr_assert_eq(clip_ctx_set_state_dir(ctx, other), 0);
+	assert_errno(clip_label_verify(ctx, fd, CLIP_LABEL_ROOTLESS, NULL), -ENOKEY);
+	cr_assert_eq(clip_ctx_set_state_dir(ctx, state), 0);
+	cr_assert_eq(clip_label_verify(ctx, fd, CLIP_LABEL_ROOTLESS, NULL), 0);
+	clip_level_unref(l);
+	clip_ctx_unref(ctx);
+	close(fd);
+}
