@@ -119,11 +119,21 @@ envelope_end(EVP_CIPHER_CTX *c, int out_fd, struct clip_error **reterr)
 }
 
 /*
- * Big documents are written by a second thread while this one reads and
- * hashes the next chunks: hashing is user time, writing is kernel time,
- * and the two overlap. A few buffers go round between the two.
+ * One pass: each chunk is read once from the cage's fd into a buffer,
+ * hashed (and encrypted) from that buffer, and that same buffer is what
+ * is written, so the hash is of exactly the delivered bytes. A second
+ * thread writes while this one reads and hashes the next chunks: hashing
+ * is user time, writing is kernel time, and the two overlap. A few
+ * buffers go round between the two.
+ *
+ * Plain text is written with O_DIRECT where the inbox's file system takes
+ * it: the buffer goes to the disk without a second copy into the page
+ * cache, and the final fsync() has little left to wait for. Chunks are
+ * aligned in memory and in the file; the first short chunk (the tail, or
+ * a short read) switches back to buffered writes for the rest.
  */
 #define PIPE_SLOTS 4
+#define DIRECT_ALIGN 4096
 
 struct pipeline {
 	pthread_mutex_t lock;
@@ -133,9 +143,48 @@ struct pipeline {
 	size_t len[PIPE_SLOTS];
 	unsigned head, count;
 	uint64_t written;
-	bool closing;
+	bool direct, closing;
 	int error;
 };
+
+static bool
+direct_set(int fd, bool on)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0)
+		return false;
+	return fcntl(fd, F_SETFL, on ? flags | O_DIRECT : flags & ~O_DIRECT) == 0;
+}
+
+/* Write one chunk at its offset; a direct write the file system refuses is retried buffered. */
+static int
+pipeline_write(struct pipeline *p, const uint8_t *b, size_t len)
+{
+	size_t done = 0;
+
+	if (p->direct && len % DIRECT_ALIGN != 0)
+		p->direct = !direct_set(p->fd, false);
+	while (done < len) {
+		ssize_t n = pwrite(p->fd, b + done, len - done, (off_t)(p->written + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EINVAL && p->direct && direct_set(p->fd, false)) {
+			p->direct = false;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		done += (size_t)n;
+		/* A short direct write leaves the rest unaligned. */
+		if (done < len && p->direct)
+			p->direct = !direct_set(p->fd, false);
+	}
+	return 0;
+}
 
 static void *
 pipeline_writer(void *userdata)
@@ -153,15 +202,15 @@ pipeline_writer(void *userdata)
 			break;
 		h = p->head;
 		pthread_mutex_unlock(&p->lock);
-		r = write_full(p->fd, p->slot[h], p->len[h]);
+		r = pipeline_write(p, p->slot[h], p->len[h]);
 		pthread_mutex_lock(&p->lock);
 		if (r < 0) {
 			p->error = r;
 			break;
 		}
 		p->written += p->len[h];
-		/* Start the write-back early: the final fsync() waits for the tail only. */
-		if (p->written % DELIVER_WRITEBACK == 0)
+		/* Buffered: start the write-back early, so that fsync() waits for the tail only. */
+		if (!p->direct && p->written % DELIVER_WRITEBACK == 0)
 			(void)sync_file_range(p->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 		p->head = (h + 1) % PIPE_SLOTS;
 		p->count--;
@@ -208,29 +257,45 @@ pipeline_end(struct pipeline *p, pthread_t t)
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	pthread_join(t, NULL);
+	if (p->direct)
+		(void)direct_set(p->fd, false);
 	return p->error;
 }
 
-/* Copy exactly @size bytes (hash, maybe encrypt); the source is only pread. */
+/*
+ * Copy exactly @size bytes from the current end of @out_fd (after an
+ * envelope's header), hashing and maybe encrypting; the source is only
+ * pread.
+ */
 static int
 copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 	struct clip_error **reterr)
 {
-	_cleanup_free_ uint8_t *buf = malloc(DELIVER_CHUNK),
-			       *slots = malloc(PIPE_SLOTS * (DELIVER_CHUNK + 32));
+	const size_t stride = DELIVER_CHUNK + DIRECT_ALIGN;
+	_cleanup_free_ uint8_t *buf = c ? malloc(DELIVER_CHUNK) : NULL,
+			       *slots = aligned_alloc(DIRECT_ALIGN, PIPE_SLOTS * stride);
 	struct pipeline p = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			      .cond = PTHREAD_COND_INITIALIZER,
 			      .fd = out_fd };
+	off_t start = lseek(out_fd, 0, SEEK_CUR);
 	uint64_t off = 0;
 	pthread_t writer;
 	int r = 0;
 
-	if (!buf || !slots)
+	if ((c && !buf) || !slots)
 		return -ENOMEM;
+	if (start < 0)
+		return error_set_errno(reterr, -errno, "cannot write into the target inbox");
+	p.written = (uint64_t)start;
 	for (unsigned i = 0; i < PIPE_SLOTS; i++)
-		p.slot[i] = slots + i * (DELIVER_CHUNK + 32);
-	if (pthread_create(&writer, NULL, pipeline_writer, &p) != 0)
+		p.slot[i] = slots + i * stride;
+	/* Cipher text follows a header of its own: buffered. */
+	p.direct = !c && start == 0 && direct_set(out_fd, true);
+	if (pthread_create(&writer, NULL, pipeline_writer, &p) != 0) {
+		if (p.direct)
+			(void)direct_set(out_fd, false);
 		return -ENOMEM;
+	}
 	while (off < size && r == 0) {
 		size_t want = size - off < DELIVER_CHUNK ? (size_t)(size - off) : DELIVER_CHUNK;
 		unsigned i = 0;
@@ -264,6 +329,8 @@ copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 			return error_set_errno(reterr, r, "the target inbox is full");
 		return error_set_errno(reterr, r, "cannot write into the target inbox");
 	}
+	if (r == 0 && lseek(out_fd, (off_t)p.written, SEEK_SET) < 0)
+		return error_set_errno(reterr, -errno, "cannot write into the target inbox");
 	return r;
 }
 
@@ -282,114 +349,6 @@ check_growth(int src, uint64_t size, struct clip_error **reterr)
 			return error_set(reterr, -EBUSY, "the document grew while it was read");
 		return 0;
 	}
-}
-
-/*
- * Plain text: the kernel copies (copy_file_range(), no round trip through
- * user space) while a second thread hashes what landed in the unnamed file
- * — our own file, which no one else can write — so the hash is of exactly
- * the delivered bytes, and the two overlap.
- */
-struct hasher {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int fd;
-	EVP_MD_CTX *md;
-	uint64_t ready, hashed; /* bytes copied so far, bytes hashed so far */
-	bool closing;
-	int error;
-};
-
-static void *
-hasher_run(void *userdata)
-{
-	struct hasher *h = userdata;
-	uint8_t *buf = malloc(DELIVER_CHUNK);
-
-	pthread_mutex_lock(&h->lock);
-	if (!buf)
-		h->error = -ENOMEM;
-	while (!h->error) {
-		uint64_t from = h->hashed, to;
-		ssize_t n;
-
-		while (h->ready == h->hashed && !h->closing)
-			pthread_cond_wait(&h->cond, &h->lock);
-		if (h->ready == h->hashed)
-			break;
-		to = h->ready - from < DELIVER_CHUNK ? h->ready : from + DELIVER_CHUNK;
-		pthread_mutex_unlock(&h->lock);
-		n = pread(h->fd, buf, (size_t)(to - from), (off_t)from);
-		pthread_mutex_lock(&h->lock);
-		if (n != (ssize_t)(to - from) || !EVP_DigestUpdate(h->md, buf, (size_t)n))
-			h->error = n < 0 ? -errno : -EIO;
-		else
-			h->hashed = to;
-	}
-	pthread_mutex_unlock(&h->lock);
-	free(buf);
-	return NULL;
-}
-
-/* 1 when done, 0 when copy_file_range() cannot do it here (use copy_in()), or -errno. */
-static int
-copy_kernel(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, struct clip_error **reterr)
-{
-	struct hasher h = { .lock = PTHREAD_MUTEX_INITIALIZER,
-			    .cond = PTHREAD_COND_INITIALIZER,
-			    .fd = out_fd,
-			    .md = md };
-	loff_t in = 0, out = 0;
-	pthread_t t;
-	int r = 0;
-
-	if (pthread_create(&t, NULL, hasher_run, &h) != 0)
-		return -ENOMEM;
-	while ((uint64_t)in < size) {
-		size_t want = size - (uint64_t)in < DELIVER_WRITEBACK
-				      ? (size_t)(size - (uint64_t)in)
-				      : DELIVER_WRITEBACK;
-		ssize_t n = copy_file_range(src, &in, out_fd, &out, want, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && in == 0 &&
-		    (errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == ENOSYS)) {
-			r = 0; /* not here: the caller copies through user space */
-			break;
-		}
-		if (n < 0) {
-			r = -errno;
-			r = error_set_errno(
-				reterr, r,
-				r == -ENOSPC || r == -EDQUOT
-					? "the target inbox is full"
-					: "cannot copy the document into the target inbox");
-			break;
-		}
-		if (n == 0) {
-			r = error_set(reterr, -EBUSY, "the document shrank while it was read");
-			break;
-		}
-		(void)sync_file_range(out_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-		pthread_mutex_lock(&h.lock);
-		h.ready = (uint64_t)out;
-		pthread_cond_broadcast(&h.cond);
-		pthread_mutex_unlock(&h.lock);
-		r = 1;
-	}
-	if (size == 0)
-		r = 1;
-	pthread_mutex_lock(&h.lock);
-	h.closing = true;
-	pthread_cond_broadcast(&h.cond);
-	pthread_mutex_unlock(&h.lock);
-	pthread_join(t, NULL);
-	if (r > 0 && h.error < 0)
-		return error_set_errno(reterr, h.error, "cannot hash the document");
-	if (r == 0 && in > 0)
-		return error_set(reterr, -EIO, "the copy stopped half-way");
-	return r;
 }
 
 static int
@@ -418,9 +377,7 @@ receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, 
 		if (r < 0)
 			return r;
 	}
-	r = c ? 0 : copy_kernel(untrusted_src, (uint64_t)st.st_size, d->fd, md, reterr);
-	if (r == 0)
-		r = copy_in(untrusted_src, (uint64_t)st.st_size, d->fd, md, c, reterr);
+	r = copy_in(untrusted_src, (uint64_t)st.st_size, d->fd, md, c, reterr);
 	if (r < 0)
 		return r;
 	r = check_growth(untrusted_src, (uint64_t)st.st_size, reterr);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <clip/clip.h>
+#include <openssl/evp.h>
 
 #include "deliver.h"
 #include "helpers.h"
@@ -535,6 +536,59 @@ Test(deliver, only_regular_files_within_the_limit)
 	close(p[0]), close(p[1]), close(sv[0]), close(sv[1]);
 	close(inbox);
 	free(dir);
+}
+
+/*
+ * One pass, on a file system that takes O_DIRECT (ext4) and on tmpfs: the
+ * delivered bytes and the hash are those of the source for sizes around
+ * the alignment and the chunk, and the file is left buffered at its end.
+ */
+Test(deliver, one_pass_copies_and_hashes_exactly)
+{
+	static const size_t sizes[] = {
+		0, 1, 4095, 4096, 4097, 1 << 20, (1 << 20) + 1, (3 << 20) + 4096, (3 << 20) + 123
+	};
+	const size_t max = (3 << 20) + 4096;
+	uint8_t *data = malloc(max), *back = malloc(max), want[32];
+
+	cr_assert(data && back);
+	for (size_t i = 0; i < max; i++)
+		data[i] = (uint8_t)(i * 2654435761u >> 13);
+	for (const char *const *fs = (const char *const[]){ "ext4", "tmpfs", NULL }; *fs; fs++) {
+		char *dir = test_tmpdir(*fs), path[600];
+		int inbox;
+
+		cr_assert(dir, "a %s directory", *fs);
+		inbox = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/src", dir);
+		for (size_t k = 0; k < ELEMENTSOF(sizes); k++) {
+			size_t n = sizes[k];
+			int src = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+			struct delivery d;
+			struct clip_error *e = NULL;
+			unsigned wlen = 0;
+
+			cr_assert_geq(src, 0);
+			cr_assert_eq(write(src, data, n), (ssize_t)n);
+			cr_assert_eq(deliver_receive(inbox, src, n, NULL, "", &d, &e), 0,
+				     "%s, %zu bytes: %s", *fs, n, clip_error_get_message(e));
+			cr_assert_eq(d.size, n);
+			cr_assert(EVP_Digest(data, n, want, &wlen, EVP_sha256(), NULL));
+			cr_assert_arr_eq(d.sha256, want, 32, "%s, %zu bytes: the hash", *fs, n);
+			cr_assert_eq(pread(d.fd, back, max, 0), (ssize_t)n);
+			cr_assert_arr_eq(back, data, n, "%s, %zu bytes: the content", *fs, n);
+			cr_assert_eq(lseek(d.fd, 0, SEEK_CUR), (off_t)n);
+			cr_assert_eq(fcntl(d.fd, F_GETFL) & O_DIRECT, 0, "left buffered");
+			deliver_abort(&d);
+			close(src);
+		}
+		unlink(path);
+		cr_assert(dir_is_empty(inbox), "%s: nothing is left behind", *fs);
+		close(inbox);
+		free(dir);
+	}
+	free(data);
+	free(back);
 }
 
 Test(deliver, envelope_round_trip_and_tamper)
