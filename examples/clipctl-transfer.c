@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * clipctl transfer send: ask the mediator to move a document to another
- * cage. clipctl audit verify|show: check and print the audit trail.
+ * cage. clipctl transfer open: open an envelope with the core's key.
+ * clipctl audit verify|show: check and print the audit trail.
  *
  * Exit status of transfer send: 0 delivered, 1 failed, 2 usage,
  * 3 denied by policy, 4 denied by the user.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -113,11 +115,83 @@ transfer_send(int argc, char **argv)
 	return r;
 }
 
+/*
+ * The output file is created only for this (O_EXCL, 0600: it is plain
+ * text) and removed again when the envelope is refused, so that a refusal
+ * leaves nothing.
+ */
+static int
+transfer_open(struct clipctl *c, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "for", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
+		{ 0 },
+	};
+	const char *target = NULL, *out_path = NULL;
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	int opt, in = -1, out = STDOUT_FILENO, r;
+
+	optind = 0; /* 0: a full restart of getopt, permuting again */
+	while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'f':
+			target = optarg;
+			break;
+		case 'o':
+			out_path = optarg;
+			break;
+		default:
+			return fail_usage("bad option for transfer open");
+		}
+	}
+	if (argc - optind != 1 || !target)
+		return fail_usage("usage: transfer open FILE --for CAGE [-o OUT]");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	in = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (in < 0) {
+		fprintf(stderr, "clipctl: cannot open %s: %m\n", argv[optind]);
+		clip_ctx_unref(ctx);
+		return EXIT_INVALID;
+	}
+	if (out_path) {
+		out = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+		if (out < 0) {
+			fprintf(stderr, "clipctl: cannot create %s: %m\n", out_path);
+			close(in);
+			clip_ctx_unref(ctx);
+			return EXIT_INVALID;
+		}
+	}
+	r = clip_transfer_open_envelope(ctx, target, in, out, &error);
+	if (out_path) {
+		if (r == 0 && (fsync(out) < 0 || close(out) < 0)) {
+			fprintf(stderr, "clipctl: cannot write %s: %m\n", out_path);
+			r = -EIO;
+		} else if (r < 0)
+			close(out);
+		if (r < 0)
+			(void)unlink(out_path);
+	}
+	if (r < 0 && error)
+		r = fail_error(argv[optind], r, error);
+	else if (r < 0)
+		r = EXIT_INVALID;
+	close(in);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
 int
 clipctl_transfer(struct clipctl *c, int argc, char **argv)
 {
 	if (strcmp(argv[0], "send") == 0)
 		return transfer_send(argc, argv);
+	if (strcmp(argv[0], "open") == 0)
+		return transfer_open(c, argc, argv);
 	return fail_usage("unknown command 'transfer %s'", argv[0]);
 }
 

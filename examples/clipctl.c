@@ -64,6 +64,8 @@ usage(FILE *f)
 	      "                         ask the mediator to move FILE to cage CAGE\n"
 	      "                         (exit 0 delivered, 1 failed, 3 denied by policy,\n"
 	      "                         4 denied by the user)\n"
+	      "  transfer open FILE --for CAGE [-o OUT]\n"
+	      "                         open an envelope delivered to CAGE (the core's key)\n"
 	      "  audit verify [--log FILE]   check the transfer audit trail\n"
 	      "  audit show [--log FILE]     print its records once verified\n"
 	      "\n"

@@ -4,8 +4,9 @@
  *
  *   clipd --config DIR [--state-dir DIR] [--agent-socket PATH] [--ready-fd N]
  *
- * DIR/cages lists the cages ("NAME LEVEL INBOX SOCKET [uid=N]"), DIR/policy
- * is the policy (clip.policy(5)). One socket per cage.
+ * DIR/cages lists the cages ("NAME LEVEL INBOX SOCKET [uid=N] [rate=N]
+ * [burst=N]"), DIR/policy is the policy (clip.policy(5)). One socket per
+ * cage.
  *
  * Privilege separation: each cage's socket is served by its own front
  * process, which runs as nobody, with no capabilities and no new
@@ -34,6 +35,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <clip/clip.h>
@@ -45,6 +47,9 @@
 #define CONFIG_MAX (64 * 1024)
 #define FRONT_CONNS_MAX 128
 #define NOBODY 65534
+/* A front's refusals: at most so many records per window per cage. */
+#define REJECT_WINDOW_S 10
+#define REJECT_RECORDS 16
 
 struct cage_conf {
 	char name[PROTO_CAGE_MAX + 1];
@@ -52,8 +57,12 @@ struct cage_conf {
 	char *inbox, *socket;
 	int check_uid;
 	uint32_t uid;
+	uint32_t rate_per_s, rate_burst; /* 0: the mediator's defaults */
 	int inbox_fd, listen_fd, ctrl_fd;
 	pid_t front;
+	time_t reject_window; /* when the window of its refusals began */
+	unsigned reject_records; /* recorded in that window */
+	unsigned long reject_unrecorded; /* refused since the last record */
 };
 
 static struct {
@@ -108,7 +117,36 @@ read_config(const char *name, size_t *ret_size)
 	return buf;
 }
 
-/* DIR/cages: "NAME LEVEL INBOX SOCKET [uid=N]" per line, # comments. */
+/* One "key=value" after the four fields; 0, or -1 when it is not known. */
+static int
+cage_option(struct cage_conf *c, const char *opt)
+{
+	unsigned long v;
+	char *end;
+
+	if (strcmp(opt, "rate=unlimited") == 0) {
+		c->rate_per_s = CLIP_MEDIATOR_RATE_UNLIMITED;
+		return 0;
+	}
+	if (strncmp(opt, "uid=", 4) && strncmp(opt, "rate=", 5) && strncmp(opt, "burst=", 6))
+		return -1;
+	errno = 0;
+	v = strtoul(strchr(opt, '=') + 1, &end, 10);
+	if (errno || *end || end == strchr(opt, '=') + 1 || v >= UINT32_MAX)
+		return -1;
+	if (opt[0] == 'u') {
+		c->check_uid = 1;
+		c->uid = (uint32_t)v;
+	} else if (v == 0)
+		return -1;
+	else if (opt[0] == 'r')
+		c->rate_per_s = (uint32_t)v;
+	else
+		c->rate_burst = (uint32_t)v;
+	return 0;
+}
+
+/* DIR/cages: "NAME LEVEL INBOX SOCKET [OPTIONS]" per line, # comments. */
 static int
 load_cages(void)
 {
@@ -119,20 +157,28 @@ load_cages(void)
 	if (!text)
 		return -1;
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char name[128], level[256], inbox[1024], sock[1024], extra[64];
+		char name[128], level[256], inbox[1024], sock[1024], extra[3][64], more[2];
 		struct cage_conf *c = &arg.cages[arg.n_cages];
 		struct clip_error *error = NULL;
-		int n;
+		int n, bad = 0;
 
 		lineno++;
 		if (line[strspn(line, " \t")] == '#' || line[strspn(line, " \t")] == '\0')
 			continue;
-		n = sscanf(line, "%127s %255s %1023s %1023s %63s", name, level, inbox, sock, extra);
-		if (n < 4 || arg.n_cages == CAGES_MAX || inbox[0] != '/' || sock[0] != '/' ||
-		    !proto_cage_name_valid(name, strlen(name)) ||
-		    (n == 5 && sscanf(extra, "uid=%u", &c->uid) != 1)) {
+		if (arg.n_cages == CAGES_MAX)
+			bad = 1;
+		else
+			*c = (struct cage_conf){ 0 };
+		n = bad ? 0
+			: sscanf(line, "%127s %255s %1023s %1023s %63s %63s %63s %1s", name, level,
+				 inbox, sock, extra[0], extra[1], extra[2], more);
+		for (int i = 4; i < n && !bad; i++)
+			bad = i == 7 || cage_option(c, extra[i - 4]) < 0;
+		if (bad || n < 4 || inbox[0] != '/' || sock[0] != '/' ||
+		    !proto_cage_name_valid(name, strlen(name))) {
 			fprintf(stderr,
-				"clipd: %s/cages:%u: want NAME LEVEL /INBOX /SOCKET [uid=N]\n",
+				"clipd: %s/cages:%u: want NAME LEVEL /INBOX /SOCKET [uid=N] "
+				"[rate=N|unlimited] [burst=N]\n",
 				arg.config_dir, lineno);
 			free(text);
 			return -1;
@@ -147,7 +193,6 @@ load_cages(void)
 		strcpy(c->name, name);
 		c->inbox = strdup(inbox);
 		c->socket = strdup(sock);
-		c->check_uid = n == 5;
 		c->inbox_fd = c->listen_fd = c->ctrl_fd = -1;
 		arg.n_cages++;
 	}
@@ -384,6 +429,47 @@ front_start(struct cage_conf *c)
 
 /* --- the main process --- */
 
+/*
+ * What a front refused: recorded, but at most REJECT_RECORDS times per
+ * window per cage (then counted, and the count recorded with the next
+ * one), so that a cage sending garbage in a loop cannot make us write the
+ * log as fast as the disk allows; the mediator bounds requests with a
+ * token bucket per cage.
+ */
+static void
+front_rejected(struct clip_audit *audit, struct cage_conf *c, const char *why)
+{
+	struct timespec now;
+	struct clip_error *error = NULL;
+	char reason[PROTO_TEXT_MAX + 64];
+	struct clip_audit_entry e = { .size = sizeof(e),
+				      .event = "rejected",
+				      .source = c->name,
+				      .decision = "deny",
+				      .decided_by = "clipd front",
+				      .reason = reason };
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &now);
+	if (!c->reject_window || now.tv_sec - c->reject_window >= REJECT_WINDOW_S) {
+		c->reject_window = now.tv_sec ? now.tv_sec : 1;
+		c->reject_records = 0;
+	}
+	if (c->reject_records == REJECT_RECORDS) {
+		c->reject_unrecorded++;
+		return;
+	}
+	if (c->reject_unrecorded)
+		snprintf(reason, sizeof(reason), "%s; %lu more refused, not recorded", why,
+			 c->reject_unrecorded);
+	else
+		snprintf(reason, sizeof(reason), "%s", why);
+	c->reject_records++;
+	c->reject_unrecorded = 0;
+	fprintf(stderr, "clipd: cage '%s': %s\n", c->name, reason);
+	if (clip_audit_append(audit, &e, &error) < 0)
+		fail("cannot audit", error);
+}
+
 static void
 from_front(struct clip_mediator *m, struct clip_audit *audit, struct cage_conf *c)
 {
@@ -411,18 +497,8 @@ from_front(struct clip_mediator *m, struct clip_audit *audit, struct cage_conf *
 	if (body[0] == 'C' && fd >= 0) {
 		if (clip_mediator_add_connection(m, c->name, fd, &error) < 0)
 			fail("cannot serve a connection", error);
-	} else if (body[0] == 'R') {
-		struct clip_audit_entry e = { .size = sizeof(e),
-					      .event = "rejected",
-					      .source = c->name,
-					      .decision = "deny",
-					      .decided_by = "clipd front",
-					      .reason = body + 1 };
-
-		fprintf(stderr, "clipd: cage '%s': %s\n", c->name, body + 1);
-		if (clip_audit_append(audit, &e, &error) < 0)
-			fail("cannot audit", error);
-	}
+	} else if (body[0] == 'R')
+		front_rejected(audit, c, body + 1);
 	if (fd >= 0)
 		close(fd);
 }
@@ -497,7 +573,9 @@ setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m
 						 .level = c->level,
 						 /* With fronts, the front checks the peer. */
 						 .check_uid = arg.no_privsep && c->check_uid,
-						 .uid = c->uid };
+						 .uid = c->uid,
+						 .rate_per_s = c->rate_per_s,
+						 .rate_burst = c->rate_burst };
 
 		c->inbox_fd = open(c->inbox, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (c->inbox_fd < 0) {

@@ -8,28 +8,35 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 
+#include <clip/cage.h>
 #include <clip/label.h>
+#include <clip/transfer.h>
 
 #include "deliver.h"
 #include "error.h"
 #include "key.h"
 #include "log.h"
+#include "proto.h"
 #include "utf8.h"
 #include "util.h"
 
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
 #define DELIVER_CHUNK (1024 * 1024)
 #define DELIVER_WRITEBACK (8 * DELIVER_CHUNK)
-#define FILTER_TIMEOUT_MS 30000
-#define FILTER_UID 65534
 
 DEFINE_UNREF_CLEANUP(EVP_MD_CTX, EVP_MD_CTX_free)
 DEFINE_UNREF_CLEANUP(EVP_CIPHER_CTX, EVP_CIPHER_CTX_free)
@@ -524,84 +531,276 @@ out:
 	return r;
 }
 
-static void __attribute__((noreturn)) filter_child(int fd, const char *program)
+/*
+ * The content filter runs in a cage of its own (doc/transfer.md "Content
+ * filters"): its own namespaces, no network, a read-only root with the
+ * program alone bound under FILTER_DIR, no data directory, no capability,
+ * the default seccomp filter, W^X, memory and task limits, and a deadline
+ * after which the whole cage is killed. No cage, no filter run: the
+ * transfer fails.
+ */
+DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
+DEFINE_UNREF_CLEANUP(struct clip_cage, clip_cage_unref)
+
+#define FILTER_DIR "/filter"
+#define FILTER_UID 65534
+#define FILTER_REASON_MAX 160
+
+static int
+filter_profile(const char *program, const struct filter_limits *lim, char *target, size_t size,
+	       struct clip_cage_profile **ret, struct clip_error **reterr)
 {
-	char path[64];
-	int in;
-	struct rlimit cpu = { 10, 10 }, files = { 16, 16 }, fsize = { 0, 0 };
+	_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
+	struct clip_cage_limits l = { .size = sizeof(l),
+				      .cpu_quota_percent = 100,
+				      .memory_max = lim->memory_max,
+				      .tasks_max = lim->tasks_max };
+	const char *base = strrchr(program, '/');
+	int r;
 
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	in = open(path, O_RDONLY | O_CLOEXEC);
-	if (in < 0 || dup2(in, 0) < 0)
-		_exit(126);
-	for (int k = 1; k <= 2; k++) {
-		int nul = open("/dev/null", O_WRONLY);
-
-		if (nul < 0 || dup2(nul, k) < 0)
-			_exit(126);
-	}
-	if (syscall(SYS_close_range, 3, ~0u, 0) < 0)
-		_exit(126);
-	if (setsid() < 0 || setrlimit(RLIMIT_CPU, &cpu) < 0 ||
-	    setrlimit(RLIMIT_NOFILE, &files) < 0 || setrlimit(RLIMIT_FSIZE, &fsize) < 0)
-		_exit(126);
-	if (geteuid() == 0 &&
-	    (setgroups(0, NULL) < 0 || setresgid(FILTER_UID, FILTER_UID, FILTER_UID) < 0 ||
-	     setresuid(FILTER_UID, FILTER_UID, FILTER_UID) < 0))
-		_exit(126);
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || chdir("/") < 0)
-		_exit(126);
-	execve(program, (char *const[]){ (char *)program, NULL }, (char *const[]){ NULL });
-	_exit(127);
+	if (program[0] != '/' || !base || !base[1] ||
+	    snprintf(target, size, FILTER_DIR "/%s", base + 1) >= (int)size)
+		return error_set(reterr, -EINVAL, "the filter '%.64s' is not an absolute path",
+				 program);
+	r = clip_cage_profile_new(&p, "clip-filter");
+	if (r == 0)
+		r = clip_cage_profile_set_limits(p, &l);
+	if (r == 0)
+		r = clip_cage_profile_set_wx(p, 1);
+	/* The program alone: not its directory, nothing of the host next to it. */
+	if (r == 0)
+		r = clip_cage_profile_add_bind(p, program, target, 0);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot make a cage profile for the filter %.64s",
+				       program);
+	*ret = steal_ptr(p);
+	return 0;
 }
 
-int
-deliver_filter(struct delivery *d, const char *program, struct clip_error **reterr)
+static long long
+filter_now_ms(void)
 {
-	struct pollfd p = { .events = POLLIN };
-	int status = 0;
-	pid_t pid;
+	struct timespec ts;
 
-	pid = fork();
-	if (pid < 0)
-		return error_set_errno(reterr, -errno, "cannot run the filter %s", program);
-	if (pid == 0)
-		filter_child(d->fd, program);
-	p.fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (p.fd >= 0) {
-		if (poll(&p, 1, FILTER_TIMEOUT_MS) == 0)
-			kill(pid, SIGKILL);
-		close(p.fd);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What the filter writes on stdout and stderr: its first line is the reason. */
+struct filter_output {
+	int fd; /* non-blocking; -1 at end of file */
+	char text[FILTER_REASON_MAX + 1];
+	size_t len;
+	bool line_done;
+};
+
+/* Read what is there; the rest of a long output is read and dropped. */
+static void
+filter_output_read(struct filter_output *o)
+{
+	char buf[512];
+
+	for (unsigned k = 0; o->fd >= 0 && k < 256; k++) {
+		ssize_t n = read(o->fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0 || (n < 0 && errno != EAGAIN)) {
+			close(o->fd);
+			o->fd = -1;
+		}
+		if (n <= 0)
+			return;
+		for (ssize_t i = 0; i < n && !o->line_done; i++) {
+			char c = buf[i];
+
+			if (c == '\n')
+				o->line_done = true;
+			else if (o->len < FILTER_REASON_MAX)
+				o->text[o->len++] = c == '\t' || c == '\r'  ? ' '
+						    : c >= 0x20 && c < 0x7f ? c
+									    : '?';
+		}
 	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return error_set_errno(reterr, -errno, "cannot wait for the filter");
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+}
+
+static const char *
+filter_output_reason(struct filter_output *o)
+{
+	while (o->len > 0 && o->text[o->len - 1] == ' ')
+		o->len--;
+	o->text[o->len] = '\0';
+	return o->text;
+}
+
+/* Until the filter exits (0) or the deadline (1), reading what it says. */
+static int
+filter_wait(int pidfd, struct filter_output *o, unsigned timeout_ms)
+{
+	long long deadline = filter_now_ms() + timeout_ms;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN },
+				       { .fd = o->fd, .events = POLLIN } };
+		long long left = deadline - filter_now_ms();
+		int n;
+
+		if (left <= 0)
+			return 1;
+		n = poll(p, o->fd >= 0 ? 2 : 1, (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (o->fd >= 0 && p[1].revents)
+			filter_output_read(o);
+		if (p[0].revents)
+			return 0;
+	}
+}
+
+static int
+filter_verdict(const char *program, int status, bool timed_out, const struct filter_limits *lim,
+	       const char *reason, struct clip_error **reterr)
+{
+	const char *sep = reason[0] ? ": " : "";
+
+	if (timed_out)
+		return error_set(reterr, -EPERM,
+				 "the filter %s did not finish within %u ms: its cage was killed",
+				 program, lim->timeout_ms);
+	if (status == 0)
 		return 0;
-	if (WIFEXITED(status) && WEXITSTATUS(status) >= 126)
-		return error_set(reterr, -EIO, "the filter %s could not run", program);
-	if (WIFSIGNALED(status))
-		return error_set(reterr, -EPERM, "the filter %s was killed (signal %d)", program,
-				 WTERMSIG(status));
-	return error_set(reterr, -EPERM, "the filter %s rejected the document (exit %d)", program,
-			 WEXITSTATUS(status));
+	if (status == 126 || status == 127)
+		return error_set(reterr, -EIO, "the filter %s could not run (exit %d)%s%s", program,
+				 status, sep, reason);
+	if (status > 128)
+		return error_set(reterr, -EPERM, "the filter %s was killed (signal %d)%s%s",
+				 program, status - 128, sep, reason);
+	return error_set(reterr, -EPERM, "the filter %s rejected the document (exit %d)%s%s",
+			 program, status, sep, reason);
+}
+
+/* Run the filter in the running @cage, its stdin @doc; the cage is stopped on return. */
+static int
+filter_run(struct clip_cage *cage, int doc, const char *program, const char *target,
+	   const struct filter_limits *lim, struct clip_error **reterr)
+{
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	const char *argv[] = { target, NULL };
+	const char *envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+	struct filter_output o = { .fd = -1 };
+	_cleanup_close_ int pidfd = -1;
+	int p[2], fds[3], status = 0, r;
+	bool timed_out;
+	struct clip_cage_spawn_opts opts = {
+		.size = sizeof(opts),
+		.n_fds = 3,
+		.argv = argv,
+		.envp = envp,
+		.fds = fds,
+		/* A uid of its own inside the cage when there is more than one. */
+		.uid = geteuid() == 0 ? FILTER_UID : 0,
+		.gid = geteuid() == 0 ? FILTER_UID : 0,
+	};
+
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return error_set_errno(reterr, -errno, "cannot make a pipe for the filter");
+	o.fd = p[0];
+	fds[0] = doc, fds[1] = fds[2] = p[1];
+	r = clip_cage_spawn(cage, &opts, &pidfd, &e);
+	close(p[1]);
+	if (r < 0) {
+		close(o.fd);
+		return error_set(reterr, -EIO, "the filter %s could not run: %s", program,
+				 clip_error_get_message(e));
+	}
+	r = filter_wait(pidfd, &o, lim->timeout_ms);
+	timed_out = r > 0;
+	/* Whatever it left behind (a child, a process in the background) dies with the cage. */
+	if (clip_cage_stop(cage, 0, NULL) < 0 && r >= 0)
+		r = error_set(reterr, -EIO, "cannot stop the cage of the filter %s", program);
+	filter_output_read(&o);
+	if (o.fd >= 0)
+		close(o.fd);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot wait for the filter %s", program);
+	if (clip_cage_wait_process(cage, pidfd, &status) < 0)
+		return error_set(reterr, -EIO, "cannot collect the status of the filter %s",
+				 program);
+	return filter_verdict(program, status, timed_out, lim, filter_output_reason(&o), reterr);
 }
 
 int
-envelope_key(struct clip_ctx *ctx, const char *target, uint8_t out[CLIP_KEY_SIZE],
-	     struct clip_error **reterr)
+deliver_filter_with(struct clip_ctx *ctx, struct delivery *d, const char *program,
+		    const struct filter_limits *lim, struct clip_error **reterr)
+{
+	_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
+	_cleanup_(clip_cage_unrefp) struct clip_cage *cage = NULL;
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	_cleanup_close_ int doc = -1;
+	char path[64], target[PATH_MAX];
+	int r;
+
+	r = filter_profile(program, lim, target, sizeof(target), &p, reterr);
+	if (r < 0)
+		return r;
+	/* A new read-only open: the filter never holds the descriptor we write through. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", d->fd);
+	doc = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (doc < 0)
+		return error_set_errno(reterr, -errno, "cannot reopen the document for the filter");
+	r = clip_cage_new(&cage, ctx, p, &e);
+	if (r == 0)
+		r = clip_cage_start(cage, 0, &e);
+	if (r < 0)
+		return error_set(
+			reterr, -EIO,
+			"the filter %s is not run: its cage cannot start (%s); the document "
+			"is not delivered",
+			program, e ? clip_error_get_message(e) : strerror(-r));
+	if (clip_cage_get_missing(cage) & (CLIP_CAGE_MISSING_MEMORY | CLIP_CAGE_MISSING_TASKS)) {
+		(void)clip_cage_stop(cage, 0, NULL);
+		return error_set(
+			reterr, -EIO,
+			"the filter %s is not run: this host cannot bound the memory and "
+			"tasks of its cage (no usable cgroup); the document is not delivered",
+			program);
+	}
+	return filter_run(cage, doc, program, target, lim, reterr);
+}
+
+int
+deliver_filter(struct clip_ctx *ctx, struct delivery *d, const char *program,
+	       struct clip_error **reterr)
+{
+	static const struct filter_limits defaults = FILTER_LIMITS_DEFAULT;
+
+	return deliver_filter_with(ctx, d, program, &defaults, reterr);
+}
+/* Sealing may create the master key; opening never does (no key: -ENOKEY). */
+static int
+target_key(struct clip_ctx *ctx, const char *target, bool create, uint8_t out[CLIP_KEY_SIZE],
+	   struct clip_error **reterr)
 {
 	char info[128];
 	const uint8_t *key;
 	int n, r;
 
-	r = ctx_get_key(ctx, KEY_PURPOSE_ENVELOPE, true, &key, reterr);
+	r = ctx_get_key(ctx, KEY_PURPOSE_ENVELOPE, create, &key, reterr);
 	if (r < 0)
 		return r;
 	n = snprintf(info, sizeof(info), "libclip envelope v1 target: %s", target);
 	if (n < 0 || (size_t)n >= sizeof(info))
 		return -EINVAL;
 	return mac_sha256(key, info, (size_t)n, out);
+}
+
+int
+envelope_key(struct clip_ctx *ctx, const char *target, uint8_t out[CLIP_KEY_SIZE],
+	     struct clip_error **reterr)
+{
+	return target_key(ctx, target, true, out, reterr);
 }
 
 int
@@ -626,4 +825,206 @@ envelope_open(const uint8_t key[CLIP_KEY_SIZE], const char *aad, const uint8_t *
 	    EVP_DecryptFinal_ex(c, out + len, &fin) <= 0)
 		return -EBADMSG;
 	return len + fin;
+}
+
+/*
+ * clip_transfer_open_envelope(): one pass decrypts into an unnamed
+ * memory file while GCM authenticates; only once the tag verifies is the
+ * plain text copied to the caller's fd, so a refused envelope writes
+ * nothing there. Reading the input twice instead (verify, then decrypt)
+ * would let whoever can write the envelope change it between the passes.
+ */
+#define ENVELOPE_HEAD (ENVELOPE_MAGIC_SIZE + ENVELOPE_NONCE_SIZE)
+/* One AES-GCM message: at most 2^36 - 32 bytes of plain text (NIST SP 800-38D). */
+#define ENVELOPE_MAX ((UINT64_C(1) << 36) - 32 + ENVELOPE_HEAD + ENVELOPE_TAG_SIZE)
+
+static int
+envelope_refused(uint64_t size, const char *target, struct clip_error **reterr)
+{
+	if (size == 0)
+		return error_set(reterr, -EBADMSG, "the file is empty: not an envelope");
+	return error_set(reterr, -EBADMSG,
+			 "the envelope does not verify: it was altered or cut, or it is not for "
+			 "cage '%s' under this context's key",
+			 target);
+}
+
+/* Read up to @n bytes; fewer only at end of file. */
+static ssize_t
+read_some(int fd, uint8_t *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t k = read(fd, p + got, n - got);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+static int
+envelope_head(EVP_CIPHER_CTX *c, int in_fd, const uint8_t *key, const char *target,
+	      struct clip_error **reterr)
+{
+	uint8_t head[ENVELOPE_HEAD];
+	ssize_t n = read_some(in_fd, head, sizeof(head));
+
+	if (n < 0)
+		return error_set_errno(reterr, (int)n, "cannot read the envelope");
+	if (n == 0)
+		return envelope_refused(0, target, reterr);
+	if (memcmp(head, ENVELOPE_MAGIC,
+		   (size_t)n < ENVELOPE_MAGIC_SIZE ? (size_t)n : ENVELOPE_MAGIC_SIZE) != 0)
+		return error_set(reterr, -EBADMSG,
+				 "not an envelope: it does not start with " ENVELOPE_MAGIC);
+	if ((size_t)n < sizeof(head))
+		return error_set(reterr, -EBADMSG,
+				 "the envelope is cut short: %zd bytes, at least %d needed", n,
+				 ENVELOPE_HEAD + ENVELOPE_TAG_SIZE);
+	if (!EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, head + ENVELOPE_MAGIC_SIZE) ||
+	    !EVP_DecryptUpdate(c, NULL, &(int){ 0 }, head, (int)sizeof(head)) ||
+	    !EVP_DecryptUpdate(c, NULL, &(int){ 0 }, (const uint8_t *)target, (int)strlen(target)))
+		return error_set(reterr, -EIO, "cannot start opening the envelope");
+	return 0;
+}
+
+/* Decrypt the rest of @in_fd into @tmp_fd, the last 16 bytes being the tag. */
+static int
+envelope_body(EVP_CIPHER_CTX *c, int in_fd, int tmp_fd, const char *target,
+	      struct clip_error **reterr)
+{
+	_cleanup_free_ uint8_t *in = malloc(DELIVER_CHUNK + ENVELOPE_TAG_SIZE),
+			       *out = malloc(DELIVER_CHUNK + 32);
+	uint64_t total = ENVELOPE_HEAD;
+	size_t held = 0; /* bytes at the start of @in that may be the tag */
+	int len = 0;
+
+	if (!in || !out)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n = read_some(in_fd, in + held, DELIVER_CHUNK);
+		size_t avail;
+
+		if (n < 0)
+			return error_set_errno(reterr, (int)n, "cannot read the envelope");
+		if (n == 0)
+			break;
+		total += (uint64_t)n;
+		if (total > ENVELOPE_MAX)
+			return error_set(reterr, -EFBIG,
+					 "the envelope is over %llu bytes, more than AES-GCM can "
+					 "hold",
+					 (unsigned long long)ENVELOPE_MAX);
+		avail = held + (size_t)n;
+		if (avail <= ENVELOPE_TAG_SIZE) {
+			held = avail;
+			continue;
+		}
+		if (!EVP_DecryptUpdate(c, out, &len, in, (int)(avail - ENVELOPE_TAG_SIZE)))
+			return error_set(reterr, -EIO, "cannot decrypt");
+		if (write_full(tmp_fd, out, (size_t)len) < 0)
+			return error_set_errno(reterr, -ENOMEM,
+					       "cannot hold the opened document in memory");
+		memmove(in, in + avail - ENVELOPE_TAG_SIZE, ENVELOPE_TAG_SIZE);
+		held = ENVELOPE_TAG_SIZE;
+	}
+	if (held < ENVELOPE_TAG_SIZE)
+		return error_set(reterr, -EBADMSG,
+				 "the envelope is cut short: %llu bytes, at least %d needed",
+				 (unsigned long long)(total), ENVELOPE_HEAD + ENVELOPE_TAG_SIZE);
+	if (!EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, ENVELOPE_TAG_SIZE, in) ||
+	    EVP_DecryptFinal_ex(c, out, &len) <= 0)
+		return envelope_refused(total, target, reterr);
+	return 0;
+}
+
+/* The verified plain text, from the memory file to the caller. */
+static int
+envelope_expose(int tmp_fd, int out_fd, struct clip_error **reterr)
+{
+	_cleanup_free_ uint8_t *buf = malloc(DELIVER_CHUNK);
+
+	if (!buf)
+		return -ENOMEM;
+	if (lseek(tmp_fd, 0, SEEK_SET) < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read_some(tmp_fd, buf, DELIVER_CHUNK);
+		int r;
+
+		if (n < 0)
+			return error_set_errno(reterr, (int)n, "cannot read the opened document");
+		if (n == 0)
+			return 0;
+		r = write_full(out_fd, buf, (size_t)n);
+		if (r == -ENOSPC || r == -EDQUOT)
+			return error_set_errno(reterr, r, "cannot write the opened document");
+		if (r < 0)
+			return error_set_errno(reterr, -EIO, "cannot write the opened document: %s",
+					       strerror(-r));
+	}
+}
+
+static int
+open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
+	      struct clip_error **reterr)
+{
+	_cleanup_(EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	_cleanup_close_ int tmp = -1;
+	uint8_t key[CLIP_KEY_SIZE];
+	struct stat st;
+	int in_flags = fcntl(in_fd, F_GETFL), out_flags = fcntl(out_fd, F_GETFL), r;
+
+	if (!c)
+		return -ENOMEM;
+	if (in_flags < 0 || fd_is_opath(in_fd) != 0 || (in_flags & O_ACCMODE) == O_WRONLY)
+		return error_set(reterr, -EBADF,
+				 "the envelope's descriptor is not open for reading");
+	if (out_flags < 0 || fd_is_opath(out_fd) != 0 || (out_flags & O_ACCMODE) == O_RDONLY)
+		return error_set(reterr, -EBADF, "the output descriptor is not open for writing");
+	if (fstat(in_fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > ENVELOPE_MAX)
+		return error_set(reterr, -EFBIG,
+				 "the envelope has %llu bytes, more than AES-GCM can hold",
+				 (unsigned long long)st.st_size);
+	r = target_key(ctx, target, false, key, reterr);
+	if (r == -ENOENT || r == -ENOKEY)
+		return error_set(reterr, -ENOKEY,
+				 "no envelope key in this context: nothing to "
+				 "open envelopes with");
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot get the envelope key");
+	r = envelope_head(c, in_fd, key, target, reterr);
+	secure_wipe(key, sizeof(key));
+	if (r < 0)
+		return r;
+	tmp = memfd_create("clip-envelope", MFD_CLOEXEC | MFD_NOEXEC_SEAL);
+	if (tmp < 0 && errno == EINVAL)
+		tmp = memfd_create("clip-envelope", MFD_CLOEXEC);
+	if (tmp < 0)
+		return error_set_errno(reterr, -ENOMEM, "cannot make a memory file");
+	r = envelope_body(c, in_fd, tmp, target, reterr);
+	if (r < 0)
+		return r;
+	return envelope_expose(tmp, out_fd, reterr);
+}
+
+CLIP_EXPORT int
+clip_transfer_open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
+			    struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+	ctx_assert_log_return(ctx, target && proto_cage_name_valid(target, strlen(target)),
+			      api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, in_fd >= 0 && out_fd >= 0 && in_fd != out_fd,
+			      api_return(-EINVAL, reterr));
+
+	return api_return(open_envelope(ctx, target, in_fd, out_fd, reterr), reterr);
 }

@@ -49,13 +49,35 @@ int deliver_receive(int inbox_fd, int untrusted_src, uint64_t max_size,
 		    const uint8_t key[CLIP_KEY_SIZE], const char *aad, struct delivery *d,
 		    struct clip_error **reterr);
 
+/* The bounds of a content filter's cage. */
+struct filter_limits {
+	unsigned timeout_ms; /* wall time, then the whole cage is killed */
+	uint64_t memory_max; /* bytes */
+	uint64_t tasks_max;
+};
+
+#define FILTER_LIMITS_DEFAULT \
+	{ \
+		.timeout_ms = 30000, .memory_max = 256ull << 20, .tasks_max = 32 \
+	}
+
 /*
- * Run @program (absolute path) confined on the received content (not
- * encrypted): its stdin a read-only descriptor of it, nothing else open, no
- * environment, no new privileges, uid 65534 when root, bounded CPU and
- * wall time. 0 when it exits 0, -EPERM when it rejects the content.
+ * Run @program (absolute path) on the received content (not encrypted) in
+ * a cage of its own (doc/transfer.md "Content filters"): its stdin a new
+ * read-only descriptor of the content, its stdout and stderr a pipe whose
+ * first line is quoted as the reason, nothing else open; no network,
+ * a read-only root, no capability, the default seccomp filter, W^X, the
+ * limits of FILTER_LIMITS_DEFAULT. 0 when it exits 0; -EPERM when it
+ * rejects the content (another exit status, killed, over time); -EIO
+ * when it cannot run, or its cage cannot start or cannot be bounded
+ * (never run unconfined).
  */
-int deliver_filter(struct delivery *d, const char *program, struct clip_error **reterr);
+int deliver_filter(struct clip_ctx *ctx, struct delivery *d, const char *program,
+		   struct clip_error **reterr);
+
+/* deliver_filter() with other limits (tests). */
+int deliver_filter_with(struct clip_ctx *ctx, struct delivery *d, const char *program,
+			const struct filter_limits *limits, struct clip_error **reterr);
 
 /*
  * Label the file with @level, make it the group's of the inbox, and link it

@@ -1,19 +1,33 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The mediator; doc/transfer.md explains it. One epoll fd holds the cage
- * sockets, their connections, the agent socket and connection, and a
- * timerfd per question to the user.
+ * sockets, their connections, the agent socket and connection, a timerfd
+ * per question to the user, and the pipe on which worker threads say that
+ * a document has been read.
+ *
+ * Threads: everything runs on the thread that calls
+ * clip_mediator_dispatch(), except the copy of a document (and its filter),
+ * which a worker thread per delivery does. A worker touches only its job:
+ * the fds and buffers in it, never the context, the audit log, the log or
+ * a reference count. Its inputs are written before pthread_create() and
+ * its results read after pthread_join(); the pipe only says which job.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <clip/audit.h>
 #include <clip/label.h>
@@ -33,6 +47,20 @@
 #define PENDING_PER_CONN 4
 #define DEFAULT_TIMEOUT_MS 60000
 #define DEFAULT_MAX_SIZE (UINT64_C(4) << 30)
+/* Documents read at once, in all and per source cage (so that one cage
+ * sending big documents leaves room for the others). */
+#define WORKERS_MAX 4
+#define WORKERS_PER_CAGE 2
+/* Deliveries waiting or running: beyond, a request is refused (busy). */
+#define JOBS_MAX 256
+/* Per connection: beyond, it is not read until one is done (back-pressure). */
+#define JOBS_PER_CONN 4
+#define DEFAULT_RATE_PER_S 20
+#define DEFAULT_RATE_BURST 100
+/* A cage over its rate is audited at most once per window. */
+#define RATE_AUDIT_WINDOW_NS (UINT64_C(10) * 1000000000)
+/* What a filter's cage logs in a worker, replayed on the loop's thread. */
+#define JOB_LOG_MAX 8
 
 enum source_kind {
 	SOURCE_CAGE_LISTEN,
@@ -40,6 +68,7 @@ enum source_kind {
 	SOURCE_AGENT_LISTEN,
 	SOURCE_AGENT,
 	SOURCE_TIMER,
+	SOURCE_DONE,
 };
 
 /* What epoll hands back: the first member of each watched object. */
@@ -56,6 +85,13 @@ struct cage {
 	int inbox_fd;
 	bool check_uid;
 	uid_t uid;
+	unsigned n_running; /* its documents being read */
+	/* The token bucket of its requests (doc/transfer.md, "Rate"). */
+	uint32_t rate_per_s, rate_burst;
+	double tokens;
+	uint64_t refilled_ns;
+	uint64_t limit_audited_ns; /* the last record of a refusal; 0: none */
+	uint64_t limit_suppressed; /* refusals since, not recorded */
 };
 
 struct conn {
@@ -63,7 +99,57 @@ struct conn {
 	struct cage *cage;
 	struct ucred cred;
 	unsigned n_pending;
+	unsigned n_jobs; /* its deliveries waiting or running */
+	bool paused; /* not watched: n_jobs reached JOBS_PER_CONN */
 	struct conn *next;
+};
+
+enum job_state {
+	JOB_QUEUED,
+	JOB_RUNNING, /* counted in n_running until handle_done() */
+};
+
+/*
+ * One delivery whose document is read off the loop. The worker reads the
+ * fields above "results" and writes the results; the loop's thread does
+ * not touch either while the worker runs (except `cancelled`).
+ */
+struct job {
+	/* The worker's inputs. */
+	int src_fd; /* the document; closed by the loop's thread, after join */
+	int inbox_fd; /* the target cage's, owned by the cage */
+	int done_fd; /* where the worker writes its job's address */
+	uint64_t max_size;
+	bool encrypt;
+	uint8_t key[CLIP_KEY_SIZE];
+	char aad[PROTO_CAGE_MAX + 1];
+	const char *filter; /* in the policy, which outlives the job */
+	/* The filter's cage needs a context, and the loop's is not thread-safe:
+	 * a private one (same state directory), whose log lines are kept here. */
+	struct clip_ctx *filter_ctx;
+	struct {
+		int priority;
+		char text[256];
+	} log[JOB_LOG_MAX];
+	unsigned n_log;
+	atomic_bool cancelled;
+	/* The worker's results. */
+	int r;
+	struct delivery d;
+	struct clip_error *error;
+	/* The loop's. */
+	enum job_state state;
+	pthread_t thread;
+	bool thread_started;
+	uint64_t client_id;
+	struct conn *conn; /* NULL once the requester left */
+	struct cage *source, *target;
+	const struct policy_rule *rule;
+	enum proto_direction direction;
+	char by[300];
+	char name[PROTO_NAME_MAX + 1];
+	char note[PROTO_NOTE_MAX + 1];
+	struct job *next;
 };
 
 struct pending {
@@ -94,6 +180,11 @@ struct clip_mediator {
 	size_t n_conns;
 	struct pending *pending;
 	size_t n_pending;
+	struct job *jobs; /* in arrival order */
+	size_t n_jobs, n_running;
+	struct source done; /* the read end of the workers' pipe */
+	int done_write;
+	pid_t pid; /* the creator: a forked child has no worker to join */
 };
 
 /* The outcome of one request, as answered and audited. */
@@ -105,6 +196,15 @@ struct outcome {
 	char reason[PROTO_TEXT_MAX + 1];
 	char delivered[DELIVER_NAME_MAX + 1];
 };
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
 
 static int
 watch(struct clip_mediator *m, struct source *s)
@@ -151,6 +251,9 @@ conn_close(struct clip_mediator *m, struct conn *c)
 	for (struct pending *p = m->pending; p; p = p->next)
 		if (p->conn == c)
 			p->conn = NULL;
+	for (struct job *j = m->jobs; j; j = j->next)
+		if (j->conn == c)
+			j->conn = NULL;
 	for (struct conn **pp = &m->conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -161,9 +264,15 @@ conn_close(struct clip_mediator *m, struct conn *c)
 	free(c);
 }
 
+static void jobs_stop(struct clip_mediator *m);
+static void rate_flush(struct clip_mediator *m, struct cage *c);
+
 static struct clip_mediator *
 mediator_free(struct clip_mediator *m)
 {
+	jobs_stop(m);
+	for (size_t i = 0; i < m->n_cages; i++)
+		rate_flush(m, m->cages[i]);
 	while (m->pending) {
 		struct pending *p = m->pending;
 
@@ -184,6 +293,9 @@ mediator_free(struct clip_mediator *m)
 	}
 	unwatch_close(m, &m->agent);
 	unwatch_close(m, &m->agent_listen);
+	unwatch_close(m, &m->done);
+	if (m->done_write >= 0)
+		close(m->done_write);
 	if (m->epfd >= 0)
 		close(m->epfd);
 	clip_audit_unref(m->audit);
@@ -201,6 +313,7 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	     struct clip_error **reterr)
 {
 	_cleanup_(mediator_freep) struct clip_mediator *m = NULL;
+	int r;
 
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -208,11 +321,21 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	m->n_ref = 1;
 	m->agent_listen = (struct source){ SOURCE_AGENT_LISTEN, -1 };
 	m->agent = (struct source){ SOURCE_AGENT, -1 };
+	m->done = (struct source){ SOURCE_DONE, -1 };
+	m->done_write = -1;
+	m->pid = getpid();
 	m->ctx = clip_ctx_ref(ctx);
 	m->policy = clip_policy_ref(policy);
 	m->audit = clip_audit_ref(audit);
 	if (opts)
 		memcpy(&m->opts, opts, opts->size < sizeof(m->opts) ? opts->size : sizeof(m->opts));
+	if (!opts ||
+	    opts->size < offsetof(struct clip_mediator_opts, rate_burst) + sizeof(uint32_t))
+		m->opts.rate_per_s = m->opts.rate_burst = 0;
+	if (!m->opts.rate_per_s)
+		m->opts.rate_per_s = DEFAULT_RATE_PER_S;
+	if (!m->opts.rate_burst)
+		m->opts.rate_burst = DEFAULT_RATE_BURST;
 	if (!m->opts.confirm_timeout_ms)
 		m->opts.confirm_timeout_ms = DEFAULT_TIMEOUT_MS;
 	if (!m->opts.max_size)
@@ -220,6 +343,19 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (m->epfd < 0)
 		return error_set_errno(reterr, -errno, "cannot create an epoll fd");
+	{
+		int p[2];
+
+		/* Only the read end is non-blocking: a worker's write never fails for room
+		 * (a pipe holds thousands of addresses, at most JOBS_MAX are written). */
+		if (pipe2(p, O_CLOEXEC) < 0)
+			return error_set_errno(reterr, -errno, "cannot create a pipe");
+		m->done.fd = p[0];
+		m->done_write = p[1];
+	}
+	r = fcntl(m->done.fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : watch(m, &m->done);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot watch the workers' pipe");
 	*ret = steal_ptr(m);
 	return 0;
 }
@@ -311,6 +447,10 @@ add_cage(struct clip_mediator *m, const struct clip_mediator_cage *def, struct c
 	strcpy(c->name, def->name);
 	c->check_uid = def->check_uid;
 	c->uid = def->uid;
+	c->rate_per_s = def->rate_per_s ? def->rate_per_s : m->opts.rate_per_s;
+	c->rate_burst = def->rate_burst ? def->rate_burst : m->opts.rate_burst;
+	c->tokens = c->rate_burst;
+	c->refilled_ns = now_ns();
 	c->inbox_fd = c->src.fd = -1;
 	c->src.kind = SOURCE_CAGE_LISTEN;
 	if (clip_level_format(def->level, &c->level_text) < 0)
@@ -350,12 +490,22 @@ clip_mediator_add_cage(struct clip_mediator *m, const struct clip_mediator_cage 
 	clip_assert_reterr(reterr);
 	clip_assert_return(m, api_return(-EINVAL, reterr));
 	ctx_assert_return_error(m->ctx, reterr);
-	ctx_assert_log_return(m->ctx,
-			      cage && cage->size >= sizeof(*cage) && cage->name && cage->level,
-			      api_return(-EINVAL, reterr));
+	ctx_assert_log_return(
+		m->ctx,
+		cage && cage->size >= offsetof(struct clip_mediator_cage, rate_per_s) &&
+			cage->name && cage->level,
+		api_return(-EINVAL, reterr));
 	ctx_assert_log_return(m->ctx, cage->inbox_fd >= 0, api_return(-EBADF, reterr));
 
-	return api_return(add_cage(m, cage, reterr), reterr);
+	{
+		/* A caller built against the first version does not have the rate. */
+		struct clip_mediator_cage def = { 0 };
+
+		memcpy(&def, cage, cage->size < sizeof(def) ? cage->size : sizeof(def));
+		if (cage->size < offsetof(struct clip_mediator_cage, rate_burst) + sizeof(uint32_t))
+			def.rate_per_s = def.rate_burst = 0;
+		return api_return(add_cage(m, &def, reterr), reterr);
+	}
 }
 
 CLIP_EXPORT int
@@ -550,13 +700,408 @@ ask(struct clip_mediator *m, struct pending *p, const char *note)
 	return proto_send(m->agent.fd, &msg, NULL);
 }
 
+/* --- deliveries off the loop --- */
+
+static void
+job_free(struct job *j)
+{
+	clip_ctx_unref(j->filter_ctx);
+	deliver_abort(&j->d);
+	if (j->src_fd >= 0)
+		close(j->src_fd);
+	clip_error_free(j->error);
+	secure_wipe(j->key, sizeof(j->key));
+	free(j);
+}
+
+static void
+job_log(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	struct job *j = userdata;
+
+	if (j->n_log == JOB_LOG_MAX)
+		return;
+	j->log[j->n_log].priority = priority;
+	snprintf(j->log[j->n_log].text, sizeof(j->log[j->n_log].text), "%s", message);
+	j->n_log++;
+}
+
+/* A context of the job's own for its filter's cage; made on the loop's thread. */
+static int
+job_filter_ctx(struct clip_mediator *m, struct job *j)
+{
+	struct clip_ctx *ctx = NULL;
+	int r;
+
+	r = clip_ctx_new(&ctx);
+	if (r < 0)
+		return r;
+	r = clip_ctx_set_state_dir(ctx, clip_ctx_get_state_dir(m->ctx));
+	if (r < 0) {
+		clip_ctx_unref(ctx);
+		return r;
+	}
+	ctx->key_provider = m->ctx->key_provider;
+	ctx->tpm = m->ctx->tpm;
+	clip_ctx_set_log_priority(ctx, clip_ctx_get_log_priority(m->ctx));
+	clip_ctx_set_log_fn(ctx, job_log, j);
+	j->filter_ctx = ctx;
+	return 0;
+}
+
+/* A worker: only its job's fds, buffers and context, nothing of the mediator's. */
+static void *
+job_run(void *userdata)
+{
+	struct job *j = userdata;
+	ssize_t n;
+
+	j->r = deliver_receive(j->inbox_fd, j->src_fd, j->max_size, j->encrypt ? j->key : NULL,
+			       j->aad, &j->d, &j->error);
+	secure_wipe(j->key, sizeof(j->key));
+	if (j->r == 0 && j->filter && !atomic_load(&j->cancelled))
+		j->r = deliver_filter(j->filter_ctx, &j->d, j->filter, &j->error);
+	/* Eight bytes, less than PIPE_BUF: written whole, read whole. */
+	do
+		n = write(j->done_fd, &j, sizeof(j));
+	while (n < 0 && errno == EINTR);
+	return NULL;
+}
+
+static void
+job_start(struct clip_mediator *m, struct job *j)
+{
+	sigset_t all, old;
+	int r;
+
+	/* The application's signals are for its own threads, not for ours. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&j->thread, NULL, job_run, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	j->state = JOB_RUNNING;
+	j->source->n_running++;
+	m->n_running++;
+	if (r == 0) {
+		j->thread_started = true;
+		return;
+	}
+	/* Answered as a worker that failed at once: the same way out. */
+	j->r = error_set_errno(&j->error, -r, "cannot start a thread to read the document");
+	if (write(m->done_write, &j, sizeof(j)) != sizeof(j))
+		log_err(m->ctx, "cannot queue a failed delivery: %m");
+}
+
+/* Start what may start, oldest first, within the bounds. */
+static void
+jobs_schedule(struct clip_mediator *m)
+{
+	for (struct job *j = m->jobs; j && m->n_running < WORKERS_MAX; j = j->next)
+		if (j->state == JOB_QUEUED && j->source->n_running < WORKERS_PER_CAGE)
+			job_start(m, j);
+}
+
+/* Teardown: stop the workers, drop what they read (unnamed: it vanishes). */
+static void
+jobs_stop(struct clip_mediator *m)
+{
+	/* A forked child inherited the jobs but not the threads. */
+	bool ours = getpid() == m->pid;
+	int empty = -1;
+
+	for (struct job *j = m->jobs; j && ours; j = j->next) {
+		if (!j->thread_started)
+			continue;
+		atomic_store(&j->cancelled, true);
+		/*
+		 * The worker reads the document by its fd number: an empty file put
+		 * at that number ends its copy at the next chunk (as a document that
+		 * shrank) instead of reading gigabytes to throw away. The number
+		 * stays the job's until job_free(), so nothing else is hit.
+		 */
+		if (empty < 0)
+			empty = memfd_create("clip-cancelled", MFD_CLOEXEC);
+		if (empty >= 0)
+			(void)dup3(empty, j->src_fd, O_CLOEXEC);
+	}
+	for (struct job *j = m->jobs; j && ours; j = j->next)
+		if (j->thread_started)
+			pthread_join(j->thread, NULL);
+	while (m->jobs) {
+		struct job *j = m->jobs;
+
+		m->jobs = j->next;
+		job_free(j);
+	}
+	m->n_jobs = m->n_running = 0;
+	if (empty >= 0)
+		close(empty);
+}
+
+static void
+conn_pause(struct clip_mediator *m, struct conn *c)
+{
+	(void)epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->src.fd, NULL);
+	c->paused = true;
+}
+
+/* Queue the delivery of @msg's document; takes the fd. */
+static void
+job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg, struct cage *target,
+	   const struct policy_rule *rule, enum proto_direction dir, const char *by,
+	   const uint8_t *key)
+{
+	const struct proto_request *q = &msg->request;
+	struct outcome o = { 0 };
+	struct job *j, **tail;
+
+	if (m->n_jobs >= JOBS_MAX) {
+		outcome_set(&o, PROTO_STATUS_FAILED, -EBUSY, "failed", "mediator",
+			    "the mediator is busy (too many transfers in progress): try again");
+		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		outcome_error(&o, -ENOMEM, NULL, "cannot take the document");
+		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		return;
+	}
+	j->src_fd = msg->fd;
+	msg->fd = -1;
+	j->inbox_fd = target->inbox_fd;
+	j->done_fd = m->done_write;
+	j->max_size = rule->max_size && rule->max_size < m->opts.max_size ? rule->max_size
+									  : m->opts.max_size;
+	j->encrypt = rule->encrypt;
+	if (key)
+		memcpy(j->key, key, sizeof(j->key));
+	snprintf(j->aad, sizeof(j->aad), "%s", target->name);
+	j->filter = rule->filter;
+	if (j->filter && job_filter_ctx(m, j) < 0) {
+		outcome_error(&o, -ENOMEM, NULL, "cannot run the filter");
+		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		job_free(j);
+		return;
+	}
+	atomic_init(&j->cancelled, false);
+	j->d = (struct delivery)DELIVERY_INIT;
+	j->state = JOB_QUEUED;
+	j->client_id = q->id;
+	j->conn = c;
+	j->source = c->cage;
+	j->target = target;
+	j->rule = rule;
+	j->direction = dir;
+	snprintf(j->by, sizeof(j->by), "%s", by);
+	snprintf(j->name, sizeof(j->name), "%s", q->name);
+	snprintf(j->note, sizeof(j->note), "%s", q->note);
+	for (tail = &m->jobs; *tail; tail = &(*tail)->next)
+		;
+	*tail = j;
+	m->n_jobs++;
+	if (++c->n_jobs >= JOBS_PER_CONN)
+		conn_pause(m, c);
+	jobs_schedule(m);
+}
+
+/* The document is in (or not): what handle_request() did next when it read it itself. */
+static void
+job_finish(struct clip_mediator *m, struct job *j)
+{
+	struct conn *c = j->conn;
+	struct outcome o = { 0 };
+	struct pending *p;
+	int r;
+
+	if (j->r == -EFBIG || j->r == -EPERM) {
+		outcome_set(&o, PROTO_STATUS_DENIED_POLICY, j->r, "deny", j->by,
+			    j->error ? clip_error_get_message(j->error) : strerror(-j->r));
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	if (j->r < 0) {
+		outcome_error(&o, j->r, j->error, "cannot take the document");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	if (j->rule->action == POLICY_ALLOW) {
+		outcome_set(&o, PROTO_STATUS_DELIVERED, 0, "allow", j->by, "allowed by policy");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+
+	/* ask */
+	if (m->agent.fd < 0 || (c && c->n_pending >= PENDING_PER_CONN) ||
+	    m->n_pending >= PENDING_MAX) {
+		outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
+			    m->agent.fd < 0 ? "no confirmation agent is running"
+					    : "too many questions waiting for the user");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		outcome_error(&o, -ENOMEM, NULL, "cannot ask");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	p->src.fd = -1;
+	p->client_id = j->client_id;
+	p->conn = c;
+	p->source = j->source;
+	p->target = j->target;
+	p->rule = j->rule;
+	p->direction = j->direction;
+	p->d = j->d;
+	j->d = (struct delivery)DELIVERY_INIT;
+	snprintf(p->name, sizeof(p->name), "%s", j->name);
+	if (c)
+		c->n_pending++;
+	r = ask(m, p, j->note);
+	if (r < 0) {
+		if (c)
+			c->n_pending--;
+		p->conn = NULL;
+		outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
+			    "the confirmation agent cannot be reached");
+		finish(m, c, p->client_id, p->source, p->target, p->target->name, p->name, &p->d,
+		       &o);
+		pending_free(m, p);
+		return;
+	}
+	p->next = m->pending;
+	m->pending = p;
+	m->n_pending++;
+}
+
+/* A worker is done: the rest happens here, on the loop's thread. */
+static void
+handle_done(struct clip_mediator *m)
+{
+	struct job *j;
+	struct conn *c;
+
+	if (read(m->done.fd, &j, sizeof(j)) != sizeof(j))
+		return;
+	if (j->thread_started)
+		pthread_join(j->thread, NULL);
+	for (struct job **pp = &m->jobs; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	m->n_jobs--;
+	m->n_running--;
+	j->source->n_running--;
+	for (unsigned i = 0; i < j->n_log; i++)
+		clip_log(m->ctx, j->log[i].priority, "filter of a transfer from '%s': %s",
+			 j->source->name, j->log[i].text);
+	c = j->conn;
+	if (c && c->n_jobs-- == JOBS_PER_CONN && c->paused) {
+		c->paused = false;
+		if (watch(m, &c->src) < 0) {
+			conn_close(m, c);
+			j->conn = NULL;
+		}
+	}
+	jobs_schedule(m);
+	job_finish(m, j);
+	job_free(j);
+}
+
+/* --- the rate of requests --- */
+
+/* Take a token from @c's bucket: false when it is empty. */
+static bool
+rate_take(struct cage *c, uint64_t now, uint32_t *ret_wait_ms)
+{
+	if (c->rate_per_s == CLIP_MEDIATOR_RATE_UNLIMITED)
+		return true;
+	c->tokens += (double)(now - c->refilled_ns) * c->rate_per_s / 1e9;
+	if (c->tokens > c->rate_burst)
+		c->tokens = c->rate_burst;
+	c->refilled_ns = now;
+	if (c->tokens >= 1) {
+		c->tokens -= 1;
+		return true;
+	}
+	*ret_wait_ms = (uint32_t)((1 - c->tokens) * 1000 / c->rate_per_s) + 1;
+	return false;
+}
+
+/* Record the refusals not recorded yet (at most one record per window). */
+static void
+rate_flush(struct clip_mediator *m, struct cage *c)
+{
+	char reason[128];
+
+	if (!c->limit_suppressed)
+		return;
+	snprintf(reason, sizeof(reason), "%" PRIu64 " more requests refused over the rate limit",
+		 c->limit_suppressed);
+	(void)audit_record(m, "limited", c, NULL, NULL, NULL, NULL, "deny", "mediator", reason);
+	c->limit_suppressed = 0;
+}
+
+/*
+ * Whether the cage of @c may send one more message now. When it may not,
+ * @reason says why, and the refusal is recorded unless one was in this
+ * window (then it is counted, and the count recorded later): a flood of
+ * requests must not become a flood of records.
+ */
+static bool
+rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *q, char *reason,
+	   size_t size)
+{
+	struct cage *cage = c->cage;
+	uint64_t now = now_ns();
+	uint32_t wait_ms = 0;
+	bool window_over =
+		!cage->limit_audited_ns || now - cage->limit_audited_ns >= RATE_AUDIT_WINDOW_NS;
+	char text[PROTO_TEXT_MAX + 1];
+
+	if (rate_take(cage, now, &wait_ms)) {
+		if (window_over && cage->limit_suppressed) {
+			rate_flush(m, cage);
+			cage->limit_audited_ns = now;
+		}
+		return true;
+	}
+	snprintf(reason, size,
+		 "over the rate limit of cage '%s' (%" PRIu32 " requests per second, %" PRIu32
+		 " at once): try again in %" PRIu32 " ms",
+		 cage->name, cage->rate_per_s, cage->rate_burst, wait_ms);
+	if (!window_over) {
+		cage->limit_suppressed++;
+		return false;
+	}
+	if (cage->limit_suppressed)
+		snprintf(text, sizeof(text),
+			 "%.440s; %" PRIu64 " more refused since the last record", reason,
+			 cage->limit_suppressed);
+	else
+		snprintf(text, sizeof(text), "%s", reason);
+	(void)audit_record(m, "limited", cage, q ? find_cage(m, q->target) : NULL,
+			   q ? q->target : NULL, q ? q->name : NULL, NULL, "deny", "mediator",
+			   text);
+	log_notice(m->ctx, "cage '%s' is over its rate limit", cage->name);
+	cage->limit_audited_ns = now;
+	cage->limit_suppressed = 0;
+	return false;
+}
+
 static void
 handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 {
 	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
 	const struct proto_request *q = &msg->request;
 	struct cage *source = c->cage, *target = find_cage(m, q->target);
-	struct delivery d = DELIVERY_INIT;
 	struct outcome o = { 0 };
 	const struct policy_rule *rule = NULL;
 	enum proto_direction dir = PROTO_DIRECTION_INCOMPARABLE;
@@ -596,6 +1141,7 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 		return;
 	}
 
+	/* The context is not the workers': the key is made here. */
 	if (rule->encrypt) {
 		r = envelope_key(m->ctx, target->name, key, &error);
 		if (r < 0) {
@@ -604,71 +1150,8 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 			return;
 		}
 	}
-	r = deliver_receive(target->inbox_fd, msg->fd,
-			    rule->max_size && rule->max_size < m->opts.max_size ? rule->max_size
-										: m->opts.max_size,
-			    rule->encrypt ? key : NULL, target->name, &d, &error);
+	job_submit(m, c, msg, target, rule, dir, by, rule->encrypt ? key : NULL);
 	secure_wipe(key, sizeof(key));
-	proto_msg_done(msg); /* the source is never kept, never written */
-	if (r == 0 && rule->filter)
-		r = deliver_filter(&d, rule->filter, &error);
-	if (r == -EFBIG || r == -EPERM) {
-		outcome_set(&o, PROTO_STATUS_DENIED_POLICY, r, "deny", by,
-			    error ? clip_error_get_message(error) : strerror(-r));
-		finish(m, c, q->id, source, target, q->target, q->name, &d, &o);
-		return;
-	}
-	if (r < 0) {
-		outcome_error(&o, r, error, "cannot take the document");
-		finish(m, c, q->id, source, target, q->target, q->name, &d, &o);
-		return;
-	}
-	if (rule->action == POLICY_ALLOW) {
-		outcome_set(&o, PROTO_STATUS_DELIVERED, 0, "allow", by, "allowed by policy");
-		finish(m, c, q->id, source, target, q->target, q->name, &d, &o);
-		return;
-	}
-
-	/* ask */
-	if (m->agent.fd < 0 || c->n_pending >= PENDING_PER_CONN || m->n_pending >= PENDING_MAX) {
-		outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
-			    m->agent.fd < 0 ? "no confirmation agent is running"
-					    : "too many questions waiting for the user");
-		finish(m, c, q->id, source, target, q->target, q->name, &d, &o);
-		return;
-	}
-	{
-		struct pending *p = calloc(1, sizeof(*p));
-
-		if (!p) {
-			outcome_error(&o, -ENOMEM, NULL, "cannot ask");
-			finish(m, c, q->id, source, target, q->target, q->name, &d, &o);
-			return;
-		}
-		p->src.fd = -1;
-		p->client_id = q->id;
-		p->conn = c;
-		p->source = source;
-		p->target = target;
-		p->rule = rule;
-		p->direction = dir;
-		p->d = d;
-		snprintf(p->name, sizeof(p->name), "%s", q->name);
-		c->n_pending++;
-		r = ask(m, p, q->note);
-		if (r < 0) {
-			c->n_pending--;
-			p->conn = NULL;
-			outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
-				    "the confirmation agent cannot be reached");
-			finish(m, c, q->id, source, target, q->target, q->name, &p->d, &o);
-			pending_free(m, p);
-			return;
-		}
-		p->next = m->pending;
-		m->pending = p;
-		m->n_pending++;
-	}
 }
 
 static void
@@ -693,6 +1176,7 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 {
 	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
 	struct proto_msg msg;
+	char reason[PROTO_TEXT_MAX + 1];
 	int r;
 
 	r = proto_recv(c->src.fd, &msg, &error);
@@ -700,6 +1184,20 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 		return;
 	if (r == -ECONNRESET) {
 		conn_close(m, c);
+		return;
+	}
+	/* Any message costs a token, a broken one too: each would be a record. */
+	if (!rate_check(m, c, r == 0 && msg.type == PROTO_REQUEST ? &msg.request : NULL, reason,
+			sizeof(reason))) {
+		if (r == 0 && msg.type == PROTO_REQUEST) {
+			struct outcome o = { 0 };
+
+			outcome_set(&o, PROTO_STATUS_FAILED, -EAGAIN, "deny", "mediator", reason);
+			reply(m, c, msg.request.id, &o, NULL);
+		} else
+			conn_close(m, c);
+		if (r == 0)
+			proto_msg_done(&msg);
 		return;
 	}
 	if (r == 0 && msg.type != PROTO_REQUEST) {
@@ -927,6 +1425,9 @@ mediator_dispatch(struct clip_mediator *m, struct clip_error **reterr)
 		break;
 	case SOURCE_TIMER:
 		handle_timer(m, (struct pending *)s);
+		break;
+	case SOURCE_DONE:
+		handle_done(m);
 		break;
 	}
 	return 1;

@@ -46,12 +46,23 @@ struct clip_policy *clip_policy_ref(struct clip_policy *policy);
 /** @since 0.1 */
 struct clip_policy *clip_policy_unref(struct clip_policy *policy);
 
-/* Options of clip_mediator_new(); all zero means the defaults. */
+/* A request rate without bound (rate_per_s of the structs below). */
+#define CLIP_MEDIATOR_RATE_UNLIMITED UINT32_MAX
+
+/*
+ * Options of clip_mediator_new(); all zero means the defaults. @size tells
+ * which members the caller knows: rate_per_s and rate_burst are read only
+ * when it covers both (since 0.1, added after the first four).
+ */
 struct clip_mediator_opts {
 	uint32_t size; /* sizeof(struct clip_mediator_opts) */
 	uint32_t confirm_timeout_ms; /* no answer within it is a denial; 0: 60000 */
 	uint64_t max_size; /* bound of any document; 0: 4 GiB */
 	unsigned label_flags; /* for clip_label_set(): 0 or CLIP_LABEL_ROOTLESS */
+	uint32_t rate_per_s; /* requests a cage may send per second, sustained (a
+				token bucket per cage); 0: 20,
+				CLIP_MEDIATOR_RATE_UNLIMITED: no bound */
+	uint32_t rate_burst; /* how many it may send at once; 0: 100 */
 };
 
 /* One cage as the mediator sees it. */
@@ -64,6 +75,9 @@ struct clip_mediator_cage {
 					   or -1: clip_mediator_add_connection() only */
 	int check_uid; /* non-zero: peers must run as @uid */
 	uint32_t uid;
+	/* Read only when @size covers both; 0: the mediator's (opts). */
+	uint32_t rate_per_s; /* or CLIP_MEDIATOR_RATE_UNLIMITED */
+	uint32_t rate_burst;
 };
 
 /**
@@ -85,7 +99,12 @@ int clip_mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct c
 
 /** @since 0.1 */
 struct clip_mediator *clip_mediator_ref(struct clip_mediator *mediator);
-/** @since 0.1 */
+/**
+ * clip_mediator_unref - drop a reference; the last one stops the
+ * deliveries in flight (their worker threads are joined, nothing is left
+ * in any inbox) and closes every connection.
+ * @since 0.1
+ */
 struct clip_mediator *clip_mediator_unref(struct clip_mediator *mediator);
 
 /**
@@ -149,7 +168,9 @@ int clip_mediator_get_fd(struct clip_mediator *mediator);
  *
  * Handles one event; call it again while it returns 1. Errors of one
  * transfer are answered to its requester and audited, never returned
- * here; a transfer that cannot be audited is refused.
+ * here; a transfer that cannot be audited is refused. Documents are read
+ * by worker threads (at most 4 at once), whose end is an event of
+ * clip_mediator_get_fd(); everything else runs in the caller's thread.
  *
  * @return 1 when an event was handled, 0 when none was ready, or -EINVAL,
  *	   -ECHILD, -ENOMEM.

@@ -13,6 +13,7 @@
 extern "C" {
 #endif
 
+struct clip_ctx;
 struct clip_error;
 struct clip_transfer;
 
@@ -155,6 +156,36 @@ const char *clip_transfer_get_name(const struct clip_transfer *transfer);
  */
 int clip_transfer_get_digest(const struct clip_transfer *transfer, uint64_t *size, uint8_t *sha256,
 			     int *encrypted);
+
+/**
+ * clip_transfer_open_envelope - open an envelope the mediator delivered
+ * (a rule with encrypt) to @target, with the key of @ctx
+ *
+ * Not for cages: the key is the core's (the context's state directory or
+ * TPM), and whoever holds it decides where plain text may go. The
+ * envelope is read from @in_fd's offset to its end (a file, a pipe). The
+ * plain text is decrypted into an unnamed memory file (memfd) and written
+ * to @out_fd only once the whole envelope has been authenticated: a
+ * refused envelope writes nothing to @out_fd. Opening therefore needs as
+ * much memory (or swap) as the document.
+ *
+ * @param ctx the context whose key sealed the envelope (the mediator's)
+ * @param target the name of the cage the envelope was delivered to (it is
+ *	  bound to the envelope): 1 to 64 of [a-z0-9_-]
+ * @param in_fd the envelope, open for reading
+ * @param out_fd where the plain text goes, open for writing
+ * @param reterr optional
+ * @return 0, or -EINVAL (bad arguments), -EBADF (@in_fd not readable,
+ *	   @out_fd not writable), -EBADMSG (empty, not an envelope, cut
+ *	   short, altered, for another cage or under another key: nothing
+ *	   written), -EFBIG (more than AES-GCM can hold, 64 GiB), -ENOKEY
+ *	   (the context has no key), -ENOMEM, -EIO, -ENOSPC, -EDQUOT
+ *	   (writing @out_fd: part of the plain text may have been written),
+ *	   -ECHILD, and the errors of reading the context's key.
+ * @since 0.1
+ */
+int clip_transfer_open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
+				struct clip_error **reterr);
 
 #ifdef __cplusplus
 }
