@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Mediated transfer end to end, with plain processes on the cages' sockets
-# (the cages module binds the same sockets and inboxes into real cages):
+# Mediated transfer end to end, with plain processes on the cages' sockets:
 # clipd with its privilege-separated fronts, clip-confirm as the user,
 # clipctl transfer send as the cage. Then hostile peers, a load, and the
-# daemon killed at random points.
+# daemon killed at random points. transfer-cages.sh runs the scenarios of
+# the issue again with every clipctl inside a real cage (clipctl cage run),
+# and checks what only real cages give: no agent socket and no other cage's
+# socket in reach, an inbox that executes nothing.
 #
 #   transfer-e2e.sh CLIPD CLIP_CONFIRM CLIPCTL PEER [--load CLIENTS COUNT]
 set -u
@@ -13,16 +15,10 @@ shift 4
 load_clients=8 load_count=10
 [ "${1:-}" = --load ] && load_clients=$2 load_count=$3
 . "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/transfer-lib.sh"
 
-base=$(mktemp -d /dev/shm/clip-xfer-XXXXXX)
-trap 'stop_all; rm -rf "$base" "$tap_tmp"' EXIT
-mode=
-[ "$(id -u)" -eq 0 ] || mode=--rootless
-
-pids=()
-stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; pids=(); }
-
-# setup NAME POLICY [CAGE LINES...]: a fresh configuration in $base/NAME
+# setup NAME POLICY [CAGE LINES...]: a fresh configuration in $base/NAME;
+# a cage line is "NAME LEVEL [OPTION...]" (clipd(8): uid=, rate=, burst=)
 setup() {
 	d=$base/$1
 	mkdir -p "$d/cfg" "$d/state" "$d/run"
@@ -33,30 +29,8 @@ setup() {
 	for c in "$@"; do
 		set -- $c
 		mkdir -p "$d/in-$1"
-		echo "$1 $2 $d/in-$1 $d/run/$1.sock" >>"$d/cfg/cages"
+		echo "$1 $2 $d/in-$1 $d/run/$1.sock ${*:3}" >>"$d/cfg/cages"
 	done
-}
-
-# start_clipd [ARGS...]: start clipd on $d and wait for its readiness.
-start_clipd() {
-	rm -f "$d/ready"
-	mkfifo "$d/ready"
-	"$clipd" --config "$d/cfg" --state-dir "$d/state" --agent-socket "$d/run/confirm.sock" \
-		--ready-fd 3 $mode "$@" 3>"$d/ready" 2>>"$d/clipd.log" &
-	clipd_pid=$!
-	pids+=("$clipd_pid")
-	read -r -t 20 line <"$d/ready" || true
-	[ "${line:-}" = READY=1 ]
-}
-
-# start_agent yes|no|never: start clip-confirm and wait until the mediator greeted it.
-start_agent() {
-	rm -f "$d/agent-ready"
-	mkfifo "$d/agent-ready"
-	"$confirm" --socket "$d/run/confirm.sock" --auto "$1" --ready-fd 3 3>"$d/agent-ready" >>"$d/agent.log" 2>&1 &
-	pids+=($!)
-	read -r -t 20 line <"$d/agent-ready" || true
-	[ "${line:-}" = READY=1 ]
 }
 
 send() { # FROM FILE TARGET [clipctl options]
@@ -64,9 +38,6 @@ send() { # FROM FILE TARGET [clipctl options]
 	shift 3
 	"$clipctl" transfer send "$file" --to "$to" --socket "$d/run/$from.sock" "$@"
 }
-
-records() { "$clipctl" --state-dir "$d/state" audit show 2>/dev/null | wc -l; }
-last_record() { "$clipctl" --state-dir "$d/state" audit show 2>/dev/null | tail -1; }
 
 levels="low s0|mid s1|high s2|left s1:c0|right s1:c1"
 IFS='|' read -r -a cages <<<"$levels"
@@ -95,6 +66,20 @@ expect 0 "down, ask + yes, encrypt: delivered" -- send high "$base/doc.bin" low
 like "down: the reply says encrypted" "$out" "encrypted"
 is "down: an envelope in the low inbox" "$(head -c 8 "$d/in-low/doc.bin")" "CLIPENV1"
 is "down: envelope size = size + 36" "$(stat -c %s "$d/in-low/doc.bin")" 3036
+# clipctl transfer open: the core's key opens it; anything else leaves no file.
+opened=$base/opened.bin
+expect 0 "down: transfer open gives the document back" -- "$clipctl" --state-dir "$d/state" transfer open "$d/in-low/doc.bin" --for low -o "$opened"
+is "down: opened, the same bytes" "$(sha256sum <"$opened" | cut -d' ' -f1)" "$sum"
+is "down: opened, mode 0600" "$(stat -c %a "$opened")" 600
+rm -f "$opened"
+expect 1 "down: open for another cage is refused" -- "$clipctl" --state-dir "$d/state" transfer open "$d/in-low/doc.bin" --for high -o "$opened"
+like "down: the refusal is named" "$err" "does not verify"
+[ ! -e "$opened" ] && ok "down: a refused envelope leaves no output file" || not_ok "down: a refused envelope leaves no output file"
+head -c 3035 "$d/in-low/doc.bin" >"$base/cut.bin"
+expect 1 "down: a cut envelope is refused" -- "$clipctl" --state-dir "$d/state" transfer open "$base/cut.bin" --for low
+is "down: a refused envelope prints nothing" "$out" ""
+mkdir -m 700 "$base/other-state"
+expect 1 "down: another state directory (another key) does not open it" -- "$clipctl" --state-dir "$base/other-state" transfer open "$d/in-low/doc.bin" --for low
 grep -q "DOWNGRADE" "$d/agent.log" && ok "down: the prompt flags the downgrade" || not_ok "down: the prompt flags the downgrade"
 
 expect 3 "down refused by default" -- send mid "$base/doc.bin" low
@@ -196,7 +181,8 @@ expect 0 "the log verifies after hostile input" -- "$clipctl" --state-dir "$d/st
 stop_all
 
 echo "# load: $load_clients clients x $load_count transfers"
-setup load "low high allow" "low s0" "high s2"
+# One cage sends them all: above its default rate (20/s, 100 at once).
+setup load "low high allow" "low s0 rate=unlimited" "high s2"
 mkdir -p "$d/src"
 start_clipd && ok "clipd for the load" || not_ok "clipd for the load"
 expect 0 "every document delivered once, byte-identical" -- "$peer" "$d/run/low.sock" load "$load_clients" "$load_count" "$d/src" "$d/in-high" high

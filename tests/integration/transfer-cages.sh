@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Mediated transfer between real cages: every request is `clipctl transfer
+# send` run inside a cage started by `clipctl cage run` from a profile
+# written here. Three cages, low (s0), high (s2) and side (s1:c0, not
+# comparable with high); each gets its clipd socket at the default
+# /run/clip/transfer.sock (its own socket directory bound read-only) and its
+# inbox at /inbox (a read-write bind, so noexec, nosuid, nodev); its
+# documents are in its data directory, /data. clipd and clip-confirm run on
+# the host; the agent socket is bound into no cage.
+#
+#   transfer-cages.sh CLIPD CLIP_CONFIRM CLIPCTL
+#
+# Run by root, each cage has its own UidBase, its socket accepts only that
+# uid (SO_PEERCRED) and the delivered files are given to it; run by another
+# user, clipd and the cages are rootless.
+set -u
+clipd=$1 confirm=$2 clipctl=$3
+. "$(dirname "$0")/tap.sh"
+
+if [ "$(id -u)" != 0 ] && ! unshare -Ur true 2>/dev/null; then
+	echo "1..0 # SKIP this host refuses user namespaces to uid $(id -u): no cage can start"
+	exit 0
+fi
+. "$(dirname "$0")/transfer-lib.sh"
+# A long-lived cage outlives its launcher: stopped at exit whatever happens.
+trap '"$clipctl" --state-dir "$d/cstate" cage stop low >/dev/null 2>&1; stop_all; rm -rf "$base" "$tap_tmp"' EXIT
+# The cages' init resolves the bind sources under their own uid.
+chmod 711 "$base"
+
+# clipctl and its library, bound read-only into every cage in the layout
+# of the build (RUNPATH $ORIGIN/../libclip).
+bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)
+lib_dir=$(cd "$bin_dir/../libclip" && pwd -P)
+cc=/opt/clip/bin/$(basename "$clipctl")
+agent=$base/main/run/confirm.sock
+uid_low=$((0x7a10 * 65536)) uid_high=$((0x7a11 * 65536)) uid_side=$((0x7a12 * 65536))
+
+# setup NAME POLICY: a fresh configuration in $base/NAME for the three cages,
+# their profiles, data directories, inboxes and socket directories.
+setup() {
+	d=$base/$1
+	mkdir -p "$d/cfg" "$d/state" "$d/run" "$d/cstate"
+	chmod 700 "$d/state" "$d/run"
+	printf '%s\n' "$2" >"$d/cfg/policy"
+	: >"$d/cfg/cages"
+	for c in "low s0 $uid_low" "high s2 $uid_high" "side s1:c0 $uid_side"; do
+		set -- $c
+		mkdir -p "$d/in-$1" "$d/data-$1" "$d/sock-$1"
+		if [ -n "$mode" ]; then
+			echo "$1 $2 $d/in-$1 $d/sock-$1/transfer.sock" >>"$d/cfg/cages"
+		else
+			# The socket accepts only the cage's uid; the inbox is the cage's.
+			echo "$1 $2 $d/in-$1 $d/sock-$1/transfer.sock uid=$3" >>"$d/cfg/cages"
+			chown "$3:$3" "$d/in-$1" "$d/data-$1"
+		fi
+		cat >"$d/$1.cage" <<-EOF
+			[Cage]
+			Name=$1
+			Level=$2
+			UidBase=$3
+			DataDirectory=$d/data-$1
+
+			[Files]
+			BindReadOnly=$bin_dir:/opt/clip/bin $lib_dir:/opt/clip/libclip $d/sock-$1:/run/clip
+			Bind=$d/in-$1:/inbox
+
+			[Network]
+			Mode=none
+
+			[Security]
+			WriteXorExecute=yes
+		EOF
+	done
+}
+
+in_cage() { # CAGE COMMAND...: run COMMAND in a fresh cage from $d/CAGE.cage
+	local cage=$1
+	shift
+	"$clipctl" --state-dir "$d/cstate" cage run --profile "$d/$cage.cage" -- "$@"
+}
+
+send() { # FROM FILE TARGET [clipctl options]: clipctl transfer send in the cage FROM
+	in_cage "$1" "$cc" transfer send "$2" --to "$3" "${@:4}"
+}
+
+sum_of() { sha256sum <"$1" | cut -d' ' -f1; }
+
+echo "# three cages, clipd and an agent that says yes"
+setup main "low high ask
+high low ask encrypt
+low side allow max-size=1K
+@any @any ask direction=up"
+if start_clipd --confirm-timeout-ms 20000; then ok "clipd is ready"; else not_ok "clipd is ready"; cat "$d/clipd.log"; fi
+if start_agent yes; then ok "the agent is greeted"; else not_ok "the agent is greeted"; fi
+
+expect 0 "a command runs in the low cage" -- in_cage low sh -c 'hostname; cat /proc/self/uid_map'
+like "it is a cage: its own host name and a user namespace" "$out" "^low
+ +0 +[1-9][0-9]* +[0-9]+$"
+expect 2 "clipctl runs in the cage" -- in_cage low "$cc" transfer send
+like "clipctl in the cage answers" "$err" "usage: transfer send"
+
+head -c 3000 /dev/urandom >"$d/data-low/doc.bin"
+sum=$(sum_of "$d/data-low/doc.bin")
+mtime=$(stat -c %Y.%y "$d/data-low/doc.bin")
+
+echo "# up, ask + yes"
+expect 0 "up, ask + yes: the low cage's document is delivered" -- send low /data/doc.bin high --note "quarterly figures"
+like "up: the reply gives the hash" "$out" "delivered to high as 'doc.bin' \(3000 bytes, sha256 $sum\)"
+is "up: byte-identical in the high inbox" "$(sum_of "$d/in-high/doc.bin")" "$sum"
+expect 0 "up: the high cage reads it in its inbox" -- in_cage high sha256sum /inbox/doc.bin
+is "up: byte-identical inside the high cage" "$out" "$sum  /inbox/doc.bin"
+like "up: audited, source and target from the cages' sockets" "$(last_record)" "event=decision src=low srclevel=s0 dst=high dstlevel=s2 name=doc.bin size=3000 sha256=$sum decision=allow by=user"
+like "up: the user saw the low cage as the source" "$(cat "$d/agent.log")" "from: +low \(level s0\)"
+expect 0 "up: the source, read in the low cage after sending" -- in_cage low sha256sum /data/doc.bin
+is "up: the source is unchanged" "$out" "$sum  /data/doc.bin"
+is "up: the source was not even touched (mtime)" "$(stat -c %Y.%y "$d/data-low/doc.bin")" "$mtime"
+
+echo "# down, ask + yes, under a rule with encrypt"
+{
+	echo "TOP SECRET plaintext"
+	head -c 2000 /dev/urandom | base64
+} >"$d/data-high/secret.txt"
+size=$(stat -c %s "$d/data-high/secret.txt")
+expect 0 "down, ask + yes, encrypt: delivered" -- send high /data/secret.txt low
+like "down: the reply says encrypted" "$out" "delivered to low as 'secret.txt' .*encrypted"
+like "down: the user was told it is a downgrade" "$(cat "$d/agent.log")" "DOWNGRADE"
+expect 0 "down: the low cage reads what arrived" -- in_cage low sh -c 'head -c 8 /inbox/secret.txt && echo && ! grep -q "TOP SECRET" /inbox/secret.txt && echo no plaintext'
+is "down: an envelope, not the plaintext" "$out" "CLIPENV1
+no plaintext"
+is "down: envelope size = size + 36" "$(stat -c %s "$d/in-low/secret.txt")" "$((size + 36))"
+like "down: audited" "$(last_record)" "src=high srclevel=s2 dst=low dstlevel=s0 name=secret.txt .*decision=allow by=user"
+
+echo "# refusals"
+head -c 100 /dev/urandom >"$d/data-side/doc.bin"
+expect 3 "down without a rule: refused by default" -- send side /data/doc.bin low
+like "down without a rule: the reason" "$err" "denied by policy: no rule allows it"
+like "down without a rule: audited" "$(last_record)" "src=side srclevel=s1:c0 dst=low .*decision=deny by=policy%20default"
+[ ! -e "$d/in-low/doc.bin" ] && ok "down without a rule: nothing in the low inbox" || not_ok "down without a rule: nothing in the low inbox"
+expect 3 "incomparable levels: refused" -- send side /data/doc.bin high
+like "incomparable: the reason" "$err" "incomparable levels"
+like "incomparable: audited" "$(last_record)" "src=side.*dst=high.*decision=deny by=policy%20default reason=incomparable%20levels"
+expect 3 "incomparable the other way: refused" -- send high /data/secret.txt side
+like "incomparable the other way: the reason" "$err" "incomparable levels"
+head -c 2048 /dev/zero >"$d/data-low/big"
+expect 3 "oversize: refused" -- send low /data/big side
+like "oversize: the reason" "$err" "over the limit of 1024"
+[ -z "$(ls -A "$d/in-side")" ] && ok "refused: nothing in the side inbox" || not_ok "refused: nothing in the side inbox"
+is "refused: the high inbox holds only what was allowed" "$(ls "$d/in-high")" "doc.bin"
+
+echo "# isolation"
+# Sockets in the directories, and sockets that are mount points themselves
+# (find goes by the directory entry, a regular file under a bound socket).
+# A few directories of the host's /etc and /usr are not readable in a cage.
+sockets='{ find / -path /proc -prune -o -type s -print 2>/dev/null
+	cut -d" " -f5 /proc/self/mountinfo | while read -r m; do [ -S "$m" ] && echo "$m"; done; } | sort -u'
+for c in low high; do
+	expect 0 "$c: every socket the cage can see" -- in_cage $c sh -c "$sockets"
+	is "$c: only its own socket, at the default path" "$out" "/run/clip/transfer.sock"
+done
+expect 0 "a cage looks for the agent socket's path" -- in_cage low sh -c 'test -e "$1" && echo exists || echo absent' _ "$agent"
+is "the agent socket's path does not exist in a cage" "$out" absent
+expect 1 "the agent socket cannot be connected from a cage" -- send low /data/doc.bin high --socket "$agent"
+like "the agent socket: no such file" "$err" "No such file or directory"
+expect 1 "another cage's socket cannot be connected from a cage" -- send low /data/doc.bin high --socket "$d/sock-high/transfer.sock"
+like "another cage's socket: no such file" "$err" "No such file or directory"
+expect 0 "a cage tries to remove its socket" -- in_cage low sh -c 'rm -f /run/clip/transfer.sock; test -S /run/clip/transfer.sock && echo still there'
+is "the cage cannot remove its socket" "$out" "still there"
+like "the socket's directory is read-only" "$err" "Read-only file system"
+if [ -n "$mode" ]; then
+	skip "the low socket refuses a peer of another uid" "rootless: every cage runs as the caller's uid"
+	skip "the low socket refuses the low cage's other uids" "rootless: every cage runs as the caller's uid"
+else
+	expect 1 "the low socket refuses a peer of another uid (root, outside the cage)" -- "$clipctl" transfer send "$d/data-low/doc.bin" --to high --socket "$d/sock-low/transfer.sock"
+	like "another uid: the refusal" "$err" "closed the connection"
+	# uid= names one host uid: the cage's root, not a range.
+	expect 1 "the low socket refuses the low cage's uid 1000" -- "$clipctl" --state-dir "$d/cstate" cage run --profile "$d/low.cage" --uid 1000 --gid 1000 -- "$cc" transfer send /data/doc.bin --to high
+	like "uid 1000 in the cage: the refusal" "$err" "closed the connection"
+fi
+
+cp /usr/bin/true "$d/data-low/tool"
+expect 0 "an executable sent up is delivered" -- send low /data/tool high
+is "the executable arrived intact" "$(sum_of "$d/in-high/tool")" "$(sum_of /usr/bin/true)"
+expect 0 "the inbox is mounted noexec, nosuid, nodev in the cage" -- in_cage high grep ' /inbox ' /proc/self/mountinfo
+like "the inbox's mount options" "$out" " /inbox [^ ]*nosuid,nodev,noexec"
+expect 126 "a delivered file made executable cannot be executed in the target cage" -- in_cage high sh -c 'chmod 755 /inbox/tool && stat -c %a /inbox/tool && /inbox/tool'
+is "the cage could make it executable" "$out" 755
+like "the execution is refused" "$err" "Permission denied"
+
+echo "# a long-lived cage keeps its socket across a restart of clipd"
+# Its socket directory is bound, not the socket: a new socket made by a new
+# clipd is the one the cage sees.
+head -c 100 /dev/urandom >"$d/data-low/small"
+expect 0 "a long-lived low cage starts" -- "$clipctl" --state-dir "$d/cstate" cage start --profile "$d/low.cage"
+expect 0 "from it, a document is delivered" -- "$clipctl" --state-dir "$d/cstate" cage exec low "$cc" transfer send /data/small --to side
+stop_all
+start_clipd && ok "clipd restarted" || not_ok "clipd restarted"
+expect 0 "from the same cage, after the restart: delivered" -- "$clipctl" --state-dir "$d/cstate" cage exec low "$cc" transfer send /data/small --to side
+like "the second one got its own name" "$out" "as 'small-1'"
+expect 0 "the long-lived cage stops" -- "$clipctl" --state-dir "$d/cstate" cage stop --grace-ms 200 low
+log_verifies "the log verifies"
+stop_all
+
+echo "# the user says no, then says nothing"
+start_clipd --confirm-timeout-ms 300 && start_agent no && ok "clipd and a no-agent" || not_ok "clipd and a no-agent"
+expect 4 "up, ask + no: denied by the user" -- send low /data/doc.bin high
+like "ask + no: the reason" "$err" "denied by the user: refused by the user"
+like "ask + no: audited" "$(last_record)" "src=low .*dst=high .*decision=deny by=user"
+stop_all
+start_clipd --confirm-timeout-ms 300 && start_agent never && ok "clipd and a silent agent" || not_ok "clipd and a silent agent"
+expect 4 "agent timeout: denied" -- send low /data/doc.bin high
+like "timeout: the reason" "$err" "no answer within 300 ms"
+like "timeout: audited as such" "$(last_record)" "src=low .*dst=high .*decision=deny by=timeout"
+is "denied: nothing new in the high inbox" "$(ls "$d/in-high" | tr '\n' ' ')" "doc.bin tool "
+stop_all
+log_verifies "the log verifies after the restarts"
+
+tap_plan_end
