@@ -37,6 +37,7 @@
 
 #define DELIVER_CHUNK (1024 * 1024)
 #define DELIVER_WRITEBACK (8 * DELIVER_CHUNK)
+#define SMALL_BUF (32 * 1024) /* twice on a worker's stack */
 
 DEFINE_UNREF_CLEANUP(EVP_MD_CTX, EVP_MD_CTX_free)
 DEFINE_UNREF_CLEANUP(EVP_CIPHER_CTX, EVP_CIPHER_CTX_free)
@@ -269,18 +270,56 @@ pipeline_end(struct pipeline *p, pthread_t t)
 	return p->error;
 }
 
+/* One chunk at most: read, hash (maybe encrypt) and write in this thread, buffered. */
+static int
+copy_small(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
+	   struct clip_error **reterr)
+{
+	uint8_t in[SMALL_BUF], out[SMALL_BUF];
+	uint64_t off = 0;
+
+	while (off < size) {
+		size_t want = size - off < sizeof(in) ? (size_t)(size - off) : sizeof(in);
+		ssize_t n = pread(src, in, want, (off_t)off);
+		int clen = 0, r;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return error_set_errno(reterr, -errno, "cannot read the document");
+		if (n == 0)
+			return error_set(reterr, -EBUSY, "the document shrank while it was read");
+		if (!EVP_DigestUpdate(md, in, (size_t)n))
+			return -EIO;
+		if (c && !EVP_EncryptUpdate(c, out, &clen, in, (int)n))
+			return error_set(reterr, -EIO, "cannot encrypt");
+		r = write_full(out_fd, c ? out : in, c ? (size_t)clen : (size_t)n);
+		if (r == -ENOSPC || r == -EDQUOT)
+			return error_set_errno(reterr, r, "the target inbox is full");
+		if (r < 0)
+			return error_set_errno(reterr, r, "cannot write into the target inbox");
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
 /*
  * Copy exactly @size bytes from the current end of @out_fd (after an
  * envelope's header), hashing and maybe encrypting; the source is only
- * pread.
+ * pread. A document of one chunk or less is copied in this thread, from
+ * the stack: a writer thread and its buffers (an mmap() whose munmap()
+ * interrupts every CPU the mediator's threads run on) cost more than
+ * they save there.
  */
 static int
 copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 	struct clip_error **reterr)
 {
 	const size_t stride = DELIVER_CHUNK + DIRECT_ALIGN;
-	_cleanup_free_ uint8_t *buf = c ? malloc(DELIVER_CHUNK) : NULL,
-			       *slots = aligned_alloc(DIRECT_ALIGN, PIPE_SLOTS * stride);
+	const bool big = size > DELIVER_CHUNK;
+	_cleanup_free_ uint8_t *buf = big && c ? malloc(DELIVER_CHUNK) : NULL,
+			       *slots = big ? aligned_alloc(DIRECT_ALIGN, PIPE_SLOTS * stride)
+					    : NULL;
 	struct pipeline p = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			      .cond = PTHREAD_COND_INITIALIZER,
 			      .fd = out_fd };
@@ -289,6 +328,8 @@ copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 	pthread_t writer;
 	int r = 0;
 
+	if (size <= DELIVER_CHUNK)
+		return copy_small(src, size, out_fd, md, c, reterr);
 	if ((c && !buf) || !slots)
 		return -ENOMEM;
 	if (start < 0)

@@ -74,9 +74,11 @@ static void __attribute__((noreturn)) serve(int ready_fd, int stop_fd)
 	ok &= ok && clip_level_parse(&lo, "s0", NULL) == 0 &&
 	      clip_level_parse(&hi, "s1", NULL) == 0;
 	for (int i = 0; ok && i < 2; i++) {
+		/* One client sends as fast as it can: measured, not rate-limited. */
 		struct clip_mediator_cage c = { .size = sizeof(c),
 						.name = i ? "dst" : "src",
-						.level = i ? hi : lo };
+						.level = i ? hi : lo,
+						.rate_per_s = CLIP_MEDIATOR_RATE_UNLIMITED };
 
 		snprintf(path, sizeof(path), "%s/%s", dir, c.name);
 		mkdir(path, 0755);
@@ -290,11 +292,16 @@ main(int argc, char **argv)
 			base = optarg;
 			break;
 		default:
+			fprintf(stderr,
+				"Usage: bench-transfer [--runs N] [--size-mb MB] [--count N] "
+				"[--dir DIR]\n");
 			return 2;
 		}
 	}
-	if (runs < 1 || runs > 15 || count < 100 || size_mb < 1)
+	if (runs < 1 || runs > 15 || count < 100 || size_mb < 1) {
+		fprintf(stderr, "bench-transfer: --runs 1..15, --count >= 100, --size-mb >= 1\n");
 		return 2;
+	}
 	snprintf(dir, sizeof(dir), "%s/bench-transfer-XXXXXX", base);
 	if (!mkdtemp(dir))
 		return 1;
