@@ -96,17 +96,24 @@ load_profile(const char *path, struct clip_cage_profile **ret)
 	return 0;
 }
 
-/* Run @argv in @cage with our stdin, stdout and stderr; its exit status. */
-static int
-run_in(struct clip_cage *cage, const struct cage_opts *o, char **argv)
+/* What runs @argv with our stdin, stdout and stderr; @envp has room for 5. */
+static void
+spawn_opts_fill(struct clip_cage_spawn_opts *spawn, const struct cage_opts *o, char **argv,
+		const char **envp, char term_var[64])
 {
 	static const int fds[] = { 0, 1, 2 };
 	const char *term = getenv("TERM");
-	char term_var[64];
-	const char *envp[] = { "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/",
-			       "LC_ALL=C.UTF-8", NULL, NULL };
-	struct clip_cage_spawn_opts spawn = {
-		.size = sizeof(spawn),
+
+	envp[0] = "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
+	envp[1] = "HOME=/";
+	envp[2] = "LC_ALL=C.UTF-8";
+	envp[3] = envp[4] = NULL;
+	if (term && strlen(term) < 32) {
+		snprintf(term_var, 64, "TERM=%s", term);
+		envp[3] = term_var;
+	}
+	*spawn = (struct clip_cage_spawn_opts){
+		.size = sizeof(*spawn),
 		.argv = (const char *const *)argv,
 		.envp = envp,
 		.fds = fds,
@@ -114,18 +121,14 @@ run_in(struct clip_cage *cage, const struct cage_opts *o, char **argv)
 		.uid = o->uid,
 		.gid = o->gid,
 	};
-	struct clip_error *error = NULL;
-	int pidfd, status = 0, r;
+}
 
-	if (term && strlen(term) < 32) {
-		snprintf(term_var, sizeof(term_var), "TERM=%s", term);
-		envp[3] = term_var;
-	}
-	r = clip_cage_spawn(cage, &spawn, &pidfd, &error);
-	if (r < 0) {
-		fail_error(argv[0], r, error);
-		return 127;
-	}
+/* The exit status of the process behind @pidfd, which is closed. */
+static int
+wait_status(struct clip_cage *cage, int pidfd)
+{
+	int status = 0, r;
+
 	r = clip_cage_wait_process(cage, pidfd, &status);
 	close(pidfd);
 	if (r < 0)
@@ -133,13 +136,38 @@ run_in(struct clip_cage *cage, const struct cage_opts *o, char **argv)
 	return status;
 }
 
-/* A started cage from --profile: 0, or an exit status after a message. */
+/* Run @argv in @cage with our stdin, stdout and stderr; its exit status. */
 static int
-start_cage(struct clipctl *c, const struct cage_opts *o, unsigned flags, struct clip_ctx **ret_ctx,
-	   struct clip_cage **ret)
+run_in(struct clip_cage *cage, const struct cage_opts *o, char **argv)
+{
+	struct clip_cage_spawn_opts spawn;
+	struct clip_error *error = NULL;
+	const char *envp[5];
+	char term_var[64];
+	int pidfd, r;
+
+	spawn_opts_fill(&spawn, o, argv, envp, term_var);
+	r = clip_cage_spawn(cage, &spawn, &pidfd, &error);
+	if (r < 0) {
+		fail_error(argv[0], r, error);
+		return 127;
+	}
+	return wait_status(cage, pidfd);
+}
+
+/*
+ * A started cage from --profile: 0, or an exit status after a message.
+ * With @argv, its first process too (its pidfd in @ret_pidfd).
+ */
+static int
+start_cage(struct clipctl *c, const struct cage_opts *o, unsigned flags, char **argv,
+	   int *ret_pidfd, struct clip_ctx **ret_ctx, struct clip_cage **ret)
 {
 	struct clip_cage_profile *profile = NULL;
+	struct clip_cage_spawn_opts spawn;
 	struct clip_error *error = NULL;
+	const char *envp[5];
+	char term_var[64];
 	int r;
 
 	r = load_profile(o->profile, &profile);
@@ -152,11 +180,18 @@ start_cage(struct clipctl *c, const struct cage_opts *o, unsigned flags, struct 
 	}
 	r = clip_cage_new(ret, *ret_ctx, profile, &error);
 	clip_cage_profile_unref(profile);
-	if (r >= 0)
+	if (r >= 0 && argv) {
+		spawn_opts_fill(&spawn, o, argv, envp, term_var);
+		r = clip_cage_start_spawn(*ret, flags, &spawn, ret_pidfd, &error);
+	} else if (r >= 0)
 		r = clip_cage_start(*ret, flags, &error);
 	if (r < 0) {
 		*ret = clip_cage_unref(*ret);
 		*ret_ctx = clip_ctx_unref(*ret_ctx);
+		if (argv && (r == -ENOENT || r == -EACCES || r == -EPERM)) {
+			fail_error(argv[0], r, error);
+			return 127;
+		}
 		return fail_error("cage start", r, error);
 	}
 	return 0;
@@ -169,17 +204,17 @@ cage_run(struct clipctl *c, int argc, char **argv)
 	struct clip_cage *cage = NULL;
 	struct clip_ctx *ctx = NULL;
 	struct cage_opts o;
-	int r, status;
+	int r, status, pidfd = -1;
 
 	r = parse_opts(argc, argv, &o);
 	if (r != 0)
 		return r;
 	if (optind >= argc)
 		return fail_usage("cage run: no command given");
-	r = start_cage(c, &o, 0, &ctx, &cage);
+	r = start_cage(c, &o, 0, argv + optind, &pidfd, &ctx, &cage);
 	if (r != 0)
 		return r;
-	status = run_in(cage, &o, argv + optind);
+	status = wait_status(cage, pidfd);
 	/* The command is done: whatever it left behind goes with the cage. */
 	r = clip_cage_stop(cage, 0, &error);
 	if (r < 0)
@@ -204,7 +239,7 @@ cage_start(struct clipctl *c, int argc, char **argv)
 		return r;
 	if (optind != argc)
 		return fail_usage("cage start takes no operand");
-	r = start_cage(c, &o, CLIP_CAGE_START_REGISTER, &ctx, &cage);
+	r = start_cage(c, &o, CLIP_CAGE_START_REGISTER, NULL, NULL, &ctx, &cage);
 	if (r != 0)
 		return r;
 	r = clip_cage_get_pids(cage, &pids, &n);

@@ -274,25 +274,84 @@ cage_cgroups_create(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *l
 	return (wanted & ~done) | (cg->v2 ? 0 : CLIP_CAGE_MISSING_CGROUP);
 }
 
+/*
+ * Moving a task into a cgroup normally takes the kernel's global
+ * cgroup_threadgroup_rwsem for writing, which waits for an RCU grace period
+ * when no move happened just before (most of what cgroup limits used to
+ * cost a cage's start). A process moving itself through a v1 "tasks" file
+ * (a single thread, "0" for the caller) skips that lock; a single-threaded
+ * process is thus moved whole. cgroup2 has no such file: there the cage
+ * uses CLONE_INTO_CGROUP, and "cgroup.procs" only as a fallback.
+ *
+ * v1 checks the permission with the credentials of whoever opened the
+ * file: the launcher opens the files, its init (in a new user namespace)
+ * writes them.
+ */
 int
-cage_cgroups_join(const struct cage_cgroups *cg, pid_t pid, bool skip_v2)
+cage_cgroups_open_tasks(const struct cage_cgroups *cg, int fds[_CG_V1_MAX])
 {
-	char v[32];
-	int r;
+	char path[PATH_MAX];
 
-	snprintf(v, sizeof(v), "%d", (int)pid);
-	if (cg->v2 && !skip_v2) {
-		r = write_file(cg->v2, "cgroup.procs", v);
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		fds[i] = -1;
+	for (int i = 0; i < _CG_V1_MAX; i++) {
+		if (!cg->v1[i])
+			continue;
+		if (snprintf(path, sizeof(path), "%s/tasks", cg->v1[i]) >= (int)sizeof(path))
+			return -ENAMETOOLONG;
+		fds[i] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fds[i] < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+void
+cage_cgroups_close_tasks(int fds[_CG_V1_MAX])
+{
+	for (int i = 0; i < _CG_V1_MAX; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+int
+cage_cgroups_join_tasks(const int fds[_CG_V1_MAX])
+{
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if (fds[i] >= 0 && write(fds[i], "0", 1) != 1)
+			return -errno;
+	return 0;
+}
+
+int
+cage_cgroups_join_self(const struct cage_cgroups *cg, bool v2)
+{
+	int fds[_CG_V1_MAX], r;
+
+	if (v2 && cg->v2) {
+		r = write_file(cg->v2, "cgroup.procs", "0");
 		if (r < 0)
 			return r;
 	}
-	for (int i = 0; i < _CG_V1_MAX; i++)
-		if (cg->v1[i]) {
-			r = write_file(cg->v1[i], "cgroup.procs", v);
-			if (r < 0)
-				return r;
-		}
-	return 0;
+	r = cage_cgroups_open_tasks(cg, fds);
+	if (r >= 0)
+		r = cage_cgroups_join_tasks(fds);
+	cage_cgroups_close_tasks(fds);
+	return r;
+}
+
+/* Only where CLONE_INTO_CGROUP was refused: the launcher moves its init into cgroup2. */
+int
+cage_cgroups_join_v2(const struct cage_cgroups *cg, pid_t pid)
+{
+	char v[32];
+
+	if (!cg->v2)
+		return 0;
+	snprintf(v, sizeof(v), "%d", (int)pid);
+	return write_file(cg->v2, "cgroup.procs", v);
 }
 
 int

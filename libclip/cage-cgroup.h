@@ -29,8 +29,18 @@ struct cage_cgroups {
 unsigned cage_cgroups_create(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
 			     const struct clip_cage_limits *limits);
 
-/* Move @pid (0: the caller) into every cgroup of the cage. */
-int cage_cgroups_join(const struct cage_cgroups *cg, pid_t pid, bool skip_v2);
+/* The v1 "tasks" files, opened for the init to move itself (-1 where none); and closed. */
+int cage_cgroups_open_tasks(const struct cage_cgroups *cg, int fds[_CG_V1_MAX]);
+void cage_cgroups_close_tasks(int fds[_CG_V1_MAX]);
+
+/* Move the calling single-threaded process through the opened "tasks" files. */
+int cage_cgroups_join_tasks(const int fds[_CG_V1_MAX]);
+
+/* Move the calling single-threaded process into the v1 cgroups, and cgroup2 if @v2. */
+int cage_cgroups_join_self(const struct cage_cgroups *cg, bool v2);
+
+/* Move @pid into the cgroup2 cgroup (where CLONE_INTO_CGROUP was refused). */
+int cage_cgroups_join_v2(const struct cage_cgroups *cg, pid_t pid);
 
 /* cgroup.kill: -EOPNOTSUPP without a cgroup2 cgroup. */
 int cage_cgroups_kill(const struct cage_cgroups *cg);

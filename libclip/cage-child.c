@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include <linux/filter.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
 
 #include <cap-ng.h>
@@ -457,12 +459,21 @@ cage_landlock_abi(void)
 static int
 landlock_rule(int ruleset, const char *path, uint64_t access, uint64_t handled)
 {
+	/* What the kernel accepts on a file that is not a directory (a bound file or socket). */
+	const uint64_t file = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE;
 	struct ll_path_beneath_attr a = { .allowed_access = access & handled };
 	int fd = open(path, O_PATH | O_CLOEXEC);
+	struct stat st;
 	long r;
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode))
+		a.allowed_access &= file;
 	a.parent_fd = fd;
 	r = syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &a, 0);
 	close(fd);
@@ -598,8 +609,14 @@ fds_arrange(const int *fds, unsigned n, int *err_fd)
 	return close_range(n, ~0u, CLOSE_RANGE_CLOEXEC);
 }
 
+/*
+ * First the securebits, locked: with NO_SETUID_FIXUP a change of uid
+ * keeps the capabilities, which restrict_process() then sets exactly,
+ * whether the process comes from init (uid 0 of the cage) or from a
+ * helper that entered the namespaces (an unmapped uid).
+ */
 static void
-restrict_process(uint64_t caps, bool wx, int fail_fd, const char *test)
+securebits_set(bool wx, int fail_fd, const char *test)
 {
 	unsigned bits = SECBITS_BASE;
 
@@ -608,6 +625,11 @@ restrict_process(uint64_t caps, bool wx, int fail_fd, const char *test)
 			SECBIT_EXEC_DENY_INTERACTIVE | SECBIT_EXEC_DENY_INTERACTIVE_LOCKED;
 	if (!test_disabled(test, "securebits"))
 		CHECK(STEP_SECUREBITS, prctl(PR_SET_SECUREBITS, bits, 0, 0, 0));
+}
+
+static void
+restrict_process(uint64_t caps, int fail_fd, const char *test)
+{
 	if (!test_disabled(test, "caps"))
 		CHECK(STEP_CAPABILITIES, caps_apply(caps));
 	CHECK(STEP_NO_NEW_PRIVS, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
@@ -623,13 +645,18 @@ cage_exec_main(const struct cage_exec_args *a)
 	const char *test = a->test_disable;
 	int fail_fd = a->err_fd, e = ENOENT;
 	char file[PATH_MAX];
+	sigset_t none;
 
+	/* Whoever forked us (init blocks SIGCHLD) does not choose the command's mask. */
+	sigemptyset(&none);
+	CHECK(STEP_SESSION, sigprocmask(SIG_SETMASK, &none, NULL));
 	if (!test_disabled(test, "setsid"))
 		CHECK(STEP_SESSION, setsid());
 	CHECK(STEP_FDS, fds_arrange(a->fds, a->n_fds, &fail_fd));
 	CHECK(STEP_CHDIR, chdir(a->cwd ? a->cwd : "/"));
+	securebits_set(a->profile->wx, fail_fd, test);
 	CHECK(STEP_IDS, ids_set(a->uid, a->gid, a->rootless));
-	restrict_process(a->profile->caps, a->profile->wx, fail_fd, test);
+	restrict_process(a->profile->caps, fail_fd, test);
 	if (a->landlock_abi > 0 && !test_disabled(test, "landlock"))
 		CHECK(STEP_LANDLOCK, landlock_apply(a->profile, a->landlock_abi));
 	if (!test_disabled(test, "seccomp"))
@@ -649,9 +676,25 @@ cage_exec_main(const struct cage_exec_args *a)
 	cage_child_fail(fail_fd, STEP_EXEC, e);
 }
 
-/* Reap whatever is reparented to us, until killed. */
+/*
+ * clone3(), or clone() where clone3() is missing (valgrind does not know
+ * it): the same flags but CLONE_INTO_CGROUP, the pidfd at the parent_tid
+ * argument, like fork() without a stack.
+ */
+long
+cage_clone3(struct clone_args *ca)
+{
+	long pid = syscall(SYS_clone3, ca, sizeof(*ca));
+
+	if (pid >= 0 || errno != ENOSYS || (ca->flags & CLONE_INTO_CGROUP))
+		return pid;
+	return syscall(SYS_clone, (unsigned long)ca->flags | (unsigned long)ca->exit_signal, NULL,
+		       (void *)(uintptr_t)ca->pidfd, NULL, 0);
+}
+
+/* Reap whatever is reparented to us, until killed; the first process's status to @sock. */
 _Noreturn static void
-init_loop(void)
+init_loop(int sock, pid_t first)
 {
 	sigset_t set;
 
@@ -659,19 +702,93 @@ init_loop(void)
 	sigaddset(&set, SIGCHLD);
 	for (;;) {
 		siginfo_t si;
+		pid_t pid;
+		int status;
 
 		if (sigwaitinfo(&set, &si) < 0 && errno != EINTR)
 			_exit(1);
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+			if (pid == first) {
+				cage_msg_send(sock, MSG_EXIT, 0, 0,
+					      WIFEXITED(status) ? WEXITSTATUS(status)
+								: 128 + WTERMSIG(status));
+				close(sock);
+				first = 0;
+			}
 	}
+}
+
+/*
+ * The first process: forked by init once the cage is set up, while init
+ * still holds the rights to give it its ids and capabilities; init then
+ * drops them. Its failure before execve() comes back on @ret_err.
+ */
+static pid_t
+first_fork(const struct cage_exec_args *first, int *ret_pidfd, int *ret_err, int fail_fd)
+{
+	struct cage_exec_args args = *first;
+	struct clone_args ca = { .flags = CLONE_PIDFD,
+				 .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+				 .exit_signal = SIGCHLD };
+	int p[2];
+	long pid;
+
+	CHECK(STEP_FORK, pipe2(p, O_CLOEXEC));
+	pid = cage_clone3(&ca);
+	CHECK(STEP_FORK, pid);
+	if (pid == 0) {
+		close(p[0]);
+		args.err_fd = p[1];
+		cage_exec_main(&args);
+	}
+	close(p[1]);
+	*ret_err = p[0];
+	return (pid_t)pid;
+}
+
+/* Close every descriptor from 3 up but the @n in @keep (sorted, all above 2). */
+static int
+close_all_but(const int *keep, size_t n)
+{
+	unsigned from = 3;
+
+	for (size_t i = 0; i < n; i++) {
+		if ((unsigned)keep[i] > from && close_range(from, (unsigned)keep[i] - 1, 0) < 0)
+			return -1;
+		from = (unsigned)keep[i] + 1;
+	}
+	return close_range(from, ~0u, 0);
+}
+
+/* MSG_READY, with the first process's pidfd if there is one. */
+static int
+send_ready(int sock, int pidfd)
+{
+	struct cage_msg m = { .type = MSG_READY, .value = pidfd >= 0 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u = { 0 };
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (pidfd >= 0) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = sizeof(u.buf);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &pidfd, sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -1;
 }
 
 _Noreturn void
 cage_init_main(const struct cage_init_args *a)
 {
 	const struct clip_cage_profile *p = a->profile;
-	int sock = a->sock, fail_fd, nullfd;
+	int sock = a->sock, fail_fd, nullfd, first_pidfd = -1, first_err = -1;
+	pid_t first = 0;
 	sigset_t set;
 	char go;
 
@@ -691,13 +808,19 @@ cage_init_main(const struct cage_init_args *a)
 	if (go != 'g')
 		_exit(1);
 	(void)prctl(PR_SET_NAME, "clip-cage-init", 0, 0, 0);
-	/* The parent moved us into the cage's cgroups: they become our cgroup root. */
+	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
+	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(a->cg_tasks));
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if (a->cg_tasks[i] >= 0)
+			close(a->cg_tasks[i]);
 	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));
 	CHECK(STEP_IDS, ids_set(0, 0, a->rootless));
 	CHECK(STEP_HOSTNAME, sethostname(p->name, strlen(p->name)));
 	if (a->netns)
 		CHECK(STEP_NETWORK, network_setup(p));
 	mounts_setup(p, fail_fd);
+	if (a->first)
+		first = first_fork(a->first, &first_pidfd, &first_err, fail_fd);
 
 	CHECK(STEP_SESSION, setsid());
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -706,9 +829,19 @@ cage_init_main(const struct cage_init_args *a)
 		CHECK(STEP_FDS, dup2(nullfd, i));
 	close(nullfd);
 	/* Init never executes: whatever the launcher had open is closed for real. */
-	if (sock > 3)
-		CHECK(STEP_FDS, close_range(3, (unsigned)sock - 1, 0));
-	CHECK(STEP_FDS, close_range((unsigned)sock + 1, ~0u, 0));
+	{
+		int keep[3] = { sock, first_pidfd, first_err };
+		size_t n = a->first ? 3 : 1;
+
+		for (size_t i = 1; i < n; i++) /* three at most: insertion sort */
+			for (size_t j = i; j > 0 && keep[j] < keep[j - 1]; j--) {
+				int t = keep[j];
+
+				keep[j] = keep[j - 1];
+				keep[j - 1] = t;
+			}
+		CHECK(STEP_FDS, close_all_but(keep, n));
+	}
 	/*
 	 * Init ends no more privileged than any process of the cage: no
 	 * capability, the same Landlock domain rules and seccomp filter. Run
@@ -718,7 +851,8 @@ cage_init_main(const struct cage_init_args *a)
 	 */
 	if (!a->rootless)
 		CHECK(STEP_CAPABILITIES, prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
-	restrict_process(0, false, fail_fd, NULL);
+	securebits_set(false, fail_fd, NULL);
+	restrict_process(0, fail_fd, NULL);
 	if (a->landlock_abi > 0)
 		CHECK(STEP_LANDLOCK, landlock_apply(p, a->landlock_abi));
 	CHECK(STEP_SECCOMP, seccomp_load(p));
@@ -729,12 +863,25 @@ cage_init_main(const struct cage_init_args *a)
 	 */
 	if (a->die_with_parent)
 		(void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-	{
-		struct cage_msg m = { .type = MSG_READY };
+	if (a->first) {
+		/* The first process executed (its pipe closed), or says why not. */
+		struct cage_msg m;
+		ssize_t n;
 
-		if (send(sock, &m, sizeof(m), MSG_NOSIGNAL) != sizeof(m))
+		do
+			n = read(first_err, &m, sizeof(m));
+		while (n < 0 && errno == EINTR);
+		close(first_err);
+		if (n == sizeof(m) && m.type == MSG_ERROR) {
+			(void)!send(sock, &m, sizeof(m), MSG_NOSIGNAL);
 			_exit(1);
+		}
 	}
-	close(sock);
-	init_loop();
+	if (send_ready(sock, first_pidfd) < 0)
+		_exit(1);
+	if (first_pidfd >= 0)
+		close(first_pidfd);
+	if (!a->first)
+		close(sock);
+	init_loop(sock, first);
 }

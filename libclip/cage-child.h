@@ -10,7 +10,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cage-cgroup.h"
 #include "cage-internal.h"
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
 
 enum cage_step {
 	STEP_NONE,
@@ -47,6 +52,7 @@ enum cage_msg_type {
 	MSG_READY,
 	MSG_ERROR,
 	MSG_PID,
+	MSG_EXIT, /* the first process's status, from init; see cage_init_main() */
 };
 
 struct cage_msg {
@@ -57,6 +63,8 @@ struct cage_msg {
 };
 
 /* The cage's init: set up the namespaces' contents, then reap. */
+struct cage_exec_args;
+
 struct cage_init_args {
 	const struct clip_cage_profile *profile;
 	int sock; /* to the parent: a "go" byte in, cage_msg out */
@@ -65,6 +73,14 @@ struct cage_init_args {
 	bool netns; /* false only in a test-hooks build, see cage.c */
 	bool die_with_parent; /* an unregistered cage ends with its launcher */
 	int landlock_abi;
+	/*
+	 * A first process to fork once set up and before init restricts
+	 * itself, or NULL. Its pidfd comes with MSG_READY (SCM_RIGHTS), its
+	 * status as MSG_EXIT when init reaps it.
+	 */
+	const struct cage_exec_args *first;
+	/* The v1 cgroups' "tasks" files, opened by the parent: init moves itself (cage-cgroup.c). */
+	int cg_tasks[_CG_V1_MAX];
 };
 
 _Noreturn void cage_init_main(const struct cage_init_args *a);
@@ -93,3 +109,6 @@ void cage_msg_send(int fd, int type, int step, int error, int value);
 
 /* The highest Landlock ABI of the running kernel, or 0. */
 int cage_landlock_abi(void);
+
+struct clone_args;
+long cage_clone3(struct clone_args *ca);

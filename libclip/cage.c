@@ -7,6 +7,9 @@
  *        init, which waits until the parent has written its id maps and
  *        cgroups, builds the file system, reports ready, drops everything
  *        and reaps.
+ * start with a first process (clip_cage_start_spawn(), what `clipctl cage
+ *        run` does): init forks it once set up, before dropping its own
+ *        rights, hands its pidfd back with "ready", and later its status.
  * spawn: a helper forked from the caller joins the cgroups, setns()es
  *        into all the init's namespaces through its pidfd, and clone()s
  *        with CLONE_PARENT the process that restricts itself and executes;
@@ -50,10 +53,6 @@
 #include "log.h"
 #include "tpm-internal.h"
 
-#ifndef CLONE_INTO_CGROUP
-#define CLONE_INTO_CGROUP 0x200000000ULL
-#endif
-
 #define CAGE_NS_FLAGS \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
 #define SPAWN_FDS_MAX 64
@@ -68,6 +67,7 @@ struct spawned {
 	struct stat given; /* its inode: unique per process with pidfs (Linux 6.9) */
 	int status;
 	bool reaped;
+	bool via_init; /* the first process: init's child, its status comes on the socket */
 };
 
 struct clip_cage {
@@ -80,6 +80,7 @@ struct clip_cage {
 	bool rootless;
 	bool registered;
 	int pidfd;
+	int sock; /* to init, while the first process's status is awaited */
 	pid_t pid;
 	unsigned long long start_time;
 	unsigned missing;
@@ -134,6 +135,7 @@ clip_cage_new(struct clip_cage **ret, struct clip_ctx *ctx, struct clip_cage_pro
 	c->ctx = clip_ctx_ref(ctx);
 	c->profile = clip_cage_profile_ref(profile);
 	c->pidfd = -1;
+	c->sock = -1;
 	c->cg.v2_fd = -1;
 	*ret = c;
 	return 0;
@@ -154,6 +156,8 @@ clip_cage_unref(struct clip_cage *c)
 		return NULL;
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->sock >= 0)
+		close(c->sock);
 	cage_cgroups_forget(&c->cg);
 	for (size_t i = 0; i < c->n_spawned; i++)
 		if (c->spawned[i].pidfd >= 0)
@@ -368,23 +372,48 @@ write_id_maps(pid_t pid, bool rootless, uint32_t base)
 	return write_at(path, map);
 }
 
-/* A child's report: 0 when ready, else -EIO (or -EPERM) with what failed. */
+/* A child's report: 0 when ready, else -EIO (or -EPERM) with what failed; a passed fd to @ret_fd. */
 static int
-child_report(int fd, bool rootless, const char *what, struct clip_error **reterr)
+child_report(int fd, bool rootless, const char *what, int *ret_fd, struct clip_error **reterr)
 {
 	struct cage_msg m;
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} u;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	int passed = -1;
 	char buf[128];
 	ssize_t n;
 
 	do
-		n = read(fd, &m, sizeof(m));
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
+	cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(&passed, CMSG_DATA(cm), sizeof(int));
 	if (n == 0)
 		return error_set(reterr, -EIO, "%s: the cage's process died during set-up", what);
-	if (n != sizeof(m) || m.step < 0 || m.step >= _STEP_MAX)
+	if (n != sizeof(m) || m.step < 0 || m.step >= _STEP_MAX || (mh.msg_flags & MSG_CTRUNC)) {
+		if (passed >= 0)
+			close(passed);
 		return error_set(reterr, -EIO, "%s: bad report from the cage's process", what);
-	if (m.type != MSG_ERROR)
+	}
+	if (m.type != MSG_ERROR) {
+		if (ret_fd)
+			*ret_fd = passed;
+		else if (passed >= 0)
+			close(passed);
 		return 0;
+	}
+	if (passed >= 0)
+		close(passed);
 	if (rootless && m.error == EPERM && m.step <= STEP_PIVOT_ROOT)
 		return userns_error(-EPERM, reterr);
 	if (m.step == STEP_EXEC && (m.error == ENOENT || m.error == EACCES || m.error == EPERM))
@@ -394,24 +423,9 @@ child_report(int fd, bool rootless, const char *what, struct clip_error **reterr
 			  cage_step_names[m.step], strerror_r(m.error, buf, sizeof(buf)));
 }
 
-/*
- * clone3(), or clone() where clone3() is missing (valgrind does not know
- * it): the same flags but CLONE_INTO_CGROUP, the pidfd at the parent_tid
- * argument, like fork() without a stack.
- */
-static long
-clone3_or_clone(struct clone_args *ca)
-{
-	long pid = syscall(SYS_clone3, ca, sizeof(*ca));
-
-	if (pid >= 0 || errno != ENOSYS || (ca->flags & CLONE_INTO_CGROUP))
-		return pid;
-	return syscall(SYS_clone, (unsigned long)ca->flags | (unsigned long)ca->exit_signal, NULL,
-		       (void *)(uintptr_t)ca->pidfd, NULL, 0);
-}
-
 static int
-cage_clone(struct clip_cage *c, int sock, int other, bool registered, bool *into_cgroup)
+cage_clone(struct clip_cage *c, int sock, int other, bool registered,
+	   const struct cage_exec_args *first, const int tasks[_CG_V1_MAX], bool *into_cgroup)
 {
 	struct cage_init_args args = {
 		.profile = c->profile,
@@ -421,7 +435,10 @@ cage_clone(struct clip_cage *c, int sock, int other, bool registered, bool *into
 		.netns = !test_disabled("netns"),
 		.die_with_parent = !registered,
 		.landlock_abi = c->landlock_abi,
+		.first = first,
 	};
+
+	memcpy(args.cg_tasks, tasks, sizeof(args.cg_tasks));
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD | CAGE_NS_FLAGS,
 		.pidfd = (uint64_t)(uintptr_t)&c->pidfd,
@@ -436,12 +453,12 @@ cage_clone(struct clip_cage *c, int sock, int other, bool registered, bool *into
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)c->cg.v2_fd;
 	}
-	pid = clone3_or_clone(&ca);
+	pid = cage_clone3(&ca);
 	if (pid < 0 && *into_cgroup && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
 		/* A cgroup the kernel will not clone into: join it afterwards. */
 		*into_cgroup = false;
 		ca.flags &= ~CLONE_INTO_CGROUP;
-		pid = clone3_or_clone(&ca);
+		pid = cage_clone3(&ca);
 	}
 	if (pid == 0) {
 		close(other);
@@ -492,14 +509,22 @@ cage_measure(struct clip_cage *c, struct clip_error **reterr)
 	return 0;
 }
 
+static int first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_error **reterr);
+static int cage_stop(struct clip_cage *c, unsigned grace_ms, struct clip_error **reterr);
+static int spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
+			 struct cage_exec_args *args, struct clip_error **reterr);
+
 static int
-cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
+cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opts *first_opts,
+	   int *ret_pidfd, struct clip_error **reterr)
 {
-	static unsigned counter;
+	struct cage_exec_args first_args, *first = NULL;
+	static unsigned counter; /* atomic: filters start cages from worker threads */
 	struct clip_cage_profile *p = c->profile;
 	_cleanup_close_ int sock = -1;
-	int sv[2], r, pid;
+	int sv[2], r, pid, first_pidfd = -1;
 	char leaf[96], veth[IFNAMSIZ];
+	int tasks[_CG_V1_MAX];
 	bool into_cgroup;
 
 	r = cage_seccomp_compile(p, reterr);
@@ -515,6 +540,12 @@ cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 		c->missing |= CLIP_CAGE_MISSING_LANDLOCK;
 		log_warning(c->ctx, "cage %s: the kernel has no Landlock; going without", p->name);
 	}
+	if (first_opts) {
+		r = spawn_prepare(c, first_opts, &first_args, reterr);
+		if (r < 0)
+			return r;
+		first = &first_args;
+	}
 	if (flags & CLIP_CAGE_START_REGISTER) {
 		r = registry_claim(c, reterr);
 		if (r < 0)
@@ -526,14 +557,25 @@ cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 			return r;
 	}
 
-	snprintf(leaf, sizeof(leaf), "clip-%s-%d-%u", p->name, (int)getpid(), counter++);
+	snprintf(leaf, sizeof(leaf), "clip-%s-%d-%u", p->name, (int)getpid(),
+		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
 	c->missing |= cage_cgroups_create(c->ctx, &c->cg, leaf, &p->limits);
-
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+	r = cage_cgroups_open_tasks(&c->cg, tasks);
+	if (r < 0) {
+		cage_cgroups_close_tasks(tasks);
+		cage_cgroups_destroy(&c->cg);
+		return error_set_errno(reterr, r, "cannot open the cage's cgroups");
+	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		cage_cgroups_close_tasks(tasks);
+		cage_cgroups_destroy(&c->cg);
 		return error_set_errno(reterr, -errno, "socketpair");
+	}
 	sock = sv[0];
-	pid = cage_clone(c, sv[1], sv[0], flags & CLIP_CAGE_START_REGISTER, &into_cgroup);
+	pid = cage_clone(c, sv[1], sv[0], flags & CLIP_CAGE_START_REGISTER, first, tasks,
+			 &into_cgroup);
 	close(sv[1]);
+	cage_cgroups_close_tasks(tasks);
 	if (pid < 0) {
 		cage_cgroups_destroy(&c->cg);
 		if (pid == -EPERM || pid == -ENOSPC || pid == -EUSERS)
@@ -543,7 +585,7 @@ cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 	c->pid = pid;
 	c->is_child = true;
 
-	r = cage_cgroups_join(&c->cg, pid, into_cgroup);
+	r = into_cgroup ? 0 : cage_cgroups_join_v2(&c->cg, pid);
 	if (r < 0)
 		error_set_errno(reterr, -EIO, "cannot move the cage into its cgroups");
 	if (r >= 0) {
@@ -561,11 +603,12 @@ cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 	if (r >= 0 && send(sock, "g", 1, MSG_NOSIGNAL) != 1)
 		r = error_set_errno(reterr, -EIO, "cannot wake the cage's init");
 	if (r >= 0)
-		r = child_report(sock, c->rootless, p->name, reterr);
+		r = child_report(sock, c->rootless, p->name, first ? &first_pidfd : NULL, reterr);
 	if (r < 0) {
 		cage_kill_reap(c);
 		cage_cgroups_destroy(&c->cg);
-		return r < 0 && r != -EPERM ? -EIO : r;
+		/* A command that cannot be executed says so (as clip_cage_spawn()). */
+		return r == -EPERM || (first && (r == -ENOENT || r == -EACCES)) ? r : -EIO;
 	}
 	c->start_time = proc_start_time(pid);
 	c->state = CLIP_CAGE_RUNNING;
@@ -574,11 +617,22 @@ cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 	if (flags & CLIP_CAGE_START_REGISTER) {
 		r = registry_write(c, reterr);
 		if (r < 0) {
+			if (first_pidfd >= 0)
+				close(first_pidfd);
 			cage_kill_reap(c);
 			cage_cgroups_destroy(&c->cg);
 			c->state = CLIP_CAGE_STOPPED;
 			return r;
 		}
+	}
+	if (first) {
+		r = first_adopt(c, first_pidfd, ret_pidfd, reterr);
+		if (r < 0) {
+			cage_stop(c, 0, NULL);
+			return r;
+		}
+		c->sock = sock; /* the first process's status comes on it */
+		sock = -1;
 	}
 	return 0;
 }
@@ -592,7 +646,7 @@ clip_cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 			      api_return(-EINVAL, reterr));
 	ctx_assert_log_return(c->ctx, c->state == CLIP_CAGE_NEW, api_return(-EINVAL, reterr));
 
-	return api_return(cage_start(c, flags, reterr), reterr);
+	return api_return(cage_start(c, flags, NULL, NULL, reterr), reterr);
 }
 
 /* -- processes ------------------------------------------------------- */
@@ -678,6 +732,33 @@ exit_status(const siginfo_t *si)
 	return si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
 }
 
+/*
+ * The first process is init's child: once it has exited (or, with @block,
+ * when it does), its status is init's MSG_EXIT; an init gone first took
+ * it down with SIGKILL, as the kernel does to a pid namespace.
+ */
+static void
+first_collect(struct clip_cage *c, struct spawned *s, bool block)
+{
+	struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
+	struct cage_msg m;
+	ssize_t n = -1;
+
+	if (!block && poll(&pfd, 1, 0) <= 0)
+		return;
+	if (c->sock >= 0)
+		do
+			n = recv(c->sock, &m, sizeof(m), 0);
+		while (n < 0 && errno == EINTR);
+	s->status = n == sizeof(m) && m.type == MSG_EXIT ? m.value : 128 + SIGKILL;
+	s->reaped = true;
+	close(s->pidfd);
+	s->pidfd = -1;
+	if (c->sock >= 0)
+		close(c->sock);
+	c->sock = -1;
+}
+
 /* Reap the processes we spawned that have exited (all of them when @block). */
 static void
 spawned_reap(struct clip_cage *c, bool block)
@@ -688,6 +769,10 @@ spawned_reap(struct clip_cage *c, bool block)
 
 		if (s->reaped)
 			continue;
+		if (s->via_init) {
+			first_collect(c, s, block);
+			continue;
+		}
 		if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0 ||
 		    si.si_pid == 0)
 			continue;
@@ -763,11 +848,11 @@ spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 	struct clone_args ca = { .flags = CLONE_PARENT };
 	long pid;
 
-	if (cage_cgroups_join(&c->cg, getpid(), false) < 0)
+	if (cage_cgroups_join_self(&c->cg, true) < 0)
 		cage_child_fail(err_fd, STEP_CGROUP, errno);
 	if (setns(c->pidfd, CAGE_NS_FLAGS | CLONE_NEWCGROUP) < 0)
 		cage_child_fail(err_fd, STEP_SETNS, errno);
-	pid = clone3_or_clone(&ca);
+	pid = cage_clone3(&ca);
 	if (pid < 0)
 		cage_child_fail(err_fd, STEP_FORK, errno);
 	if (pid == 0)
@@ -776,17 +861,13 @@ spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 	_exit(0);
 }
 
+/* Checked spawn options (of any known size) into what the process needs. */
 static int
-cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_pidfd,
-	   struct clip_error **reterr)
+spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
+	      struct cage_exec_args *args, struct clip_error **reterr)
 {
 	struct clip_cage_spawn_opts opts = { .size = sizeof(opts) };
-	struct cage_exec_args args;
-	_cleanup_close_ int rfd = -1;
-	struct cage_msg m;
-	pid_t helper, pid = 0;
-	int pipefd[2], status, r = 0;
-	ssize_t n;
+	int r;
 
 	memcpy(&opts, o, o->size < sizeof(opts) ? o->size : sizeof(opts));
 	r = spawn_check(&opts);
@@ -800,7 +881,7 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 	r = cage_seccomp_compile(c->profile, reterr);
 	if (r < 0)
 		return r;
-	args = (struct cage_exec_args){
+	*args = (struct cage_exec_args){
 		.profile = c->profile,
 		.argv = opts.argv,
 		.envp = opts.envp,
@@ -810,9 +891,27 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 		.uid = opts.uid,
 		.gid = opts.gid,
 		.rootless = c->rootless,
+		.err_fd = -1,
 		.landlock_abi = c->landlock_abi,
 		.test_disable = test_disable(),
 	};
+	return 0;
+}
+
+static int
+cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_pidfd,
+	   struct clip_error **reterr)
+{
+	struct cage_exec_args args;
+	_cleanup_close_ int rfd = -1;
+	struct cage_msg m;
+	pid_t helper, pid = 0;
+	int pipefd[2], status, r = 0;
+	ssize_t n;
+
+	r = spawn_prepare(c, o, &args, reterr);
+	if (r < 0)
+		return r;
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -errno;
 	rfd = pipefd[0];
@@ -841,7 +940,7 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) == 0) {
 			cage_msg_send(s[1], m.type, m.step, m.error, m.value);
 			close(s[1]);
-			r = child_report(s[0], c->rootless, c->profile->name, reterr);
+			r = child_report(s[0], c->rootless, c->profile->name, NULL, reterr);
 			close(s[0]);
 		} else
 			r = -EIO;
@@ -894,6 +993,53 @@ pidfd_pid(int pidfd)
 	return pid;
 }
 
+/* The first process, from its pidfd that init passed: ours to wait for, a copy the caller's. */
+static int
+first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_error **reterr)
+{
+	struct spawned *s;
+	pid_t pid;
+	int given;
+
+	if (pidfd < 0)
+		return error_set(reterr, -EIO, "%s: the cage's init passed no first process",
+				 c->profile->name);
+	/* -1 when it has already exited and been reaped: then found by its fd. */
+	pid = pidfd_pid(pidfd);
+	given = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+	s = given < 0 ? NULL : realloc(c->spawned, (c->n_spawned + 1) * sizeof(*s));
+	if (!s) {
+		if (given >= 0)
+			close(given);
+		close(pidfd);
+		return error_set_errno(reterr, -ENOMEM, "%s: the first process", c->profile->name);
+	}
+	c->spawned = s;
+	s = &c->spawned[c->n_spawned++];
+	*s = (struct spawned){
+		.pid = pid > 0 ? pid : -1, .pidfd = pidfd, .given_fd = given, .via_init = true
+	};
+	(void)fstat(given, &s->given);
+	*ret_pidfd = given;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opts *opts,
+		      int *ret_pidfd, struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	cage_assert_return(c, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(c->ctx, (flags & ~CLIP_CAGE_START_REGISTER) == 0,
+			      api_return(-EINVAL, reterr));
+	ctx_assert_log_return(c->ctx, c->state == CLIP_CAGE_NEW, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(c->ctx, opts && ret_pidfd, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(c->ctx, opts->size >= offsetof(struct clip_cage_spawn_opts, cwd),
+			      api_return(-EINVAL, reterr));
+
+	return api_return(cage_start(c, flags, opts, ret_pidfd, reterr), reterr);
+}
+
 CLIP_EXPORT int
 clip_cage_wait_process(struct clip_cage *c, int pidfd, int *ret_status)
 {
@@ -915,6 +1061,8 @@ clip_cage_wait_process(struct clip_cage *c, int pidfd, int *ret_status)
 		if (pid <= 0 && (s->given_fd != pidfd || s->given.st_ino != st.st_ino ||
 				 s->given.st_dev != st.st_dev))
 			continue;
+		if (!s->reaped && s->via_init)
+			first_collect(c, s, true);
 		if (!s->reaped) {
 			siginfo_t si = { 0 };
 
@@ -1450,7 +1598,6 @@ cage_attach(struct clip_cage **ret, struct clip_ctx *ctx, const char *name,
 	c->rootless = e.rootless;
 	c->landlock_abi = e.landlock_abi;
 	c->cg = e.cg;
-	c->cg.v2_fd = -1;
 	c->state = CLIP_CAGE_RUNNING;
 	c->registered = true;
 	*ret = steal_ptr(c);

@@ -390,11 +390,35 @@ int clip_cage_spawn(struct clip_cage *cage, const struct clip_cage_spawn_opts *o
 		    struct clip_error **reterr);
 
 /**
+ * clip_cage_start_spawn - clip_cage_start() and clip_cage_spawn() of a first
+ * process in one step
+ *
+ * The cage's init forks the first process itself once the cage is set up,
+ * before it drops its own rights; the process then restricts itself as
+ * clip_cage_spawn() describes while init does the same. It saves the
+ * caller a fork, a setns() into every namespace and a move into the
+ * cgroups: the way to run one command in a new cage (`clipctl cage run`).
+ * The process is init's child, not the caller's: wait for it with
+ * clip_cage_wait_process() (not waitid()); its pidfd polls readable when
+ * it exits. If the command cannot be executed, the cage is not started.
+ *
+ * @param flags as clip_cage_start()
+ * @param opts what to run first, as clip_cage_spawn()
+ * @param ret_pidfd where a pidfd of the first process is stored (O_CLOEXEC)
+ * @return 0, or the errors of clip_cage_start() and clip_cage_spawn().
+ * @since 0.1
+ */
+int clip_cage_start_spawn(struct clip_cage *cage, unsigned flags,
+			  const struct clip_cage_spawn_opts *opts, int *ret_pidfd,
+			  struct clip_error **reterr);
+
+/**
  * clip_cage_wait_process - wait for a spawned process and reap it
  *
- * @param pidfd from clip_cage_spawn()
+ * @param pidfd from clip_cage_spawn() or clip_cage_start_spawn()
  * @param ret_status its exit status, or 128 + the signal that killed it
- * @return 0, or -EINVAL, -ECHILD (not a child of the caller).
+ * @return 0, or -EINVAL, -ECHILD (not a process spawned in this cage, or
+ *	   already waited for).
  * @since 0.1
  */
 int clip_cage_wait_process(struct clip_cage *cage, int pidfd, int *ret_status);

@@ -2,6 +2,8 @@
 /*
  * Cages, measured through the shared library as a user links it:
  *   - start-to-exit of /bin/true in a cage with the whole isolation set
+ *     (clip_cage_start_spawn(), as `clipctl cage run`; and start, then
+ *     clip_cage_spawn() from outside, as into a long-lived cage)
  *     (user, mount, pid, ipc, uts, cgroup and network namespaces, read-only
  *     root, /proc, /dev, /tmp, cgroup limits, capabilities, no_new_privs,
  *     Landlock, seccomp, W^X), beside
@@ -119,8 +121,31 @@ cage_start(struct cage_data *d, struct clip_cage **ret)
 	return r;
 }
 
+/* As `clipctl cage run`: the cage and its first process in one step. */
 static int
 cage_true(void *data)
+{
+	static const char *const argv[] = { "/bin/true", NULL };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
+	struct cage_data *d = data;
+	struct clip_cage *c = NULL;
+	int pidfd, status = -1, r;
+
+	r = clip_cage_new(&c, d->ctx, d->profile, NULL);
+	if (r >= 0)
+		r = clip_cage_start_spawn(c, 0, &o, &pidfd, NULL);
+	if (r >= 0) {
+		r = clip_cage_wait_process(c, pidfd, &status);
+		close(pidfd);
+		clip_cage_stop(c, 0, NULL);
+	}
+	clip_cage_unref(c);
+	return r < 0 || status != 0 ? -1 : 0;
+}
+
+/* A started cage, then a process spawned into it from outside. */
+static int
+cage_true_spawned(void *data)
 {
 	static const char *const argv[] = { "/bin/true", NULL };
 	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
@@ -412,6 +437,10 @@ main(int argc, char **argv)
 			  .batch = batch_of,
 			  .fn = cage_true,
 			  .data = &nolimits },
+			{ .name = "libclip cage, start then spawn from outside",
+			  .batch = batch_of,
+			  .fn = cage_true_spawned,
+			  .data = &d },
 			{ .name = "bwrap --unshare-all --ro-bind / / --proc --dev",
 			  .batch = batch_of,
 			  .fn = run_cmd,

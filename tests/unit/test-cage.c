@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -564,6 +565,158 @@ Test(cage_life, spawn_refusals)
 	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -ECHILD);
 	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
+}
+
+/* A new cage and its first process, forked by init: as clipctl cage run. */
+static struct clip_cage *
+started_with(struct clip_ctx **ctx, const char *text, const char *script, const int *fds,
+	     unsigned n_fds, int *ret_pidfd)
+{
+	struct clip_cage_profile *p = parse_ok(text);
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct clip_cage_spawn_opts o = {
+		.size = sizeof(o), .argv = argv, .fds = fds, .n_fds = n_fds
+	};
+	struct clip_cage *c = NULL;
+	struct clip_error *e = NULL;
+
+	if (!userns_available())
+		cr_skip_test("no user namespaces");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	*ctx = test_ctx("/nonexistent");
+	cr_assert_eq(clip_cage_new(&c, *ctx, p, &e), 0);
+	cr_assert_eq(clip_cage_start_spawn(c, 0, &o, ret_pidfd, &e), 0, "start: %s",
+		     clip_error_get_message(e));
+	clip_cage_profile_unref(p);
+	return c;
+}
+
+Test(cage_life, start_spawn_runs_the_first_process_restricted)
+{
+	struct clip_ctx *ctx = NULL;
+	struct pollfd pfd = { .events = POLLIN };
+	int p[2], q[2], status = -1, fds[2], pidfd;
+	struct clip_cage *c;
+	char buf[256] = "";
+	ssize_t n;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(q, O_CLOEXEC), 0);
+	fds[0] = q[0];
+	fds[1] = p[1];
+	/* Its pid 2 (init is 1), its ids, no capability, W^X locked, SIGCHLD not blocked. */
+	c = started_with(
+		&ctx, H "[Security]\nWriteXorExecute=yes\n",
+		"echo $$ $(id -u) $(grep -E '^(CapEff|SigBlk)' /proc/self/status | tr -d '\\t\\n');"
+		" read x; exit 7",
+		fds, 2, &pidfd);
+	close(p[1]);
+	close(fds[0]);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	cr_assert_gt(n, 0);
+	cr_assert(strstr(buf, "2 0 SigBlk:0000000000000000CapEff:0000000000000000"), "%s", buf);
+	pfd.fd = pidfd;
+	cr_assert_eq(poll(&pfd, 1, 0), 0, "its pidfd is not readable while it runs");
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_RUNNING);
+	/* Its stdin closes: the read ends, the process exits 7. */
+	close(q[1]);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 7);
+	cr_assert_eq(poll(&pfd, 1, 0), 1, "its pidfd is readable once it has exited");
+	assert_errno(clip_cage_wait_process(c, pidfd, &status), -ECHILD);
+	close(pidfd);
+	/* The cage goes on without it; a process spawned from outside still runs. */
+	pidfd = spawn(c, "exit 3");
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 3);
+	close(pidfd);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	close(p[0]);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+Test(cage_life, start_spawn_first_process_killed_with_the_cage)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c;
+	int status = -1, pidfd;
+
+	c = started_with(&ctx, H, "exec sleep 1000", NULL, 0, &pidfd);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 128 + SIGKILL);
+	close(pidfd);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+Test(cage_life, start_spawn_refusals_leave_no_cage)
+{
+	struct clip_cage_profile *p = parse_ok(H);
+	struct clip_ctx *ctx = NULL;
+	const char *argv[] = { "no-such-command", NULL };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
+	int fds[] = { 1000 }, pidfd = -1;
+	struct clip_cage *c = NULL;
+	struct clip_error *e = NULL;
+
+	if (!userns_available())
+		cr_skip_test("no user namespaces");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	ctx = test_ctx("/nonexistent");
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	assert_errno(clip_cage_start_spawn(c, 0, &o, &pidfd, &e), -ENOENT);
+	cr_assert(strstr(clip_error_get_message(e), "cannot execute"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	cr_assert_eq(pidfd, -1);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW, "not started");
+	assert_errno(clip_cage_get_fd(c), -ECHILD);
+	clip_cage_unref(c);
+	c = NULL;
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	o.fds = fds;
+	o.n_fds = 1;
+	assert_errno(clip_cage_start_spawn(c, 0, &o, &pidfd, NULL), -EBADF);
+	o.n_fds = 0;
+	o.uid = 70000;
+	assert_errno(clip_cage_start_spawn(c, 0, &o, &pidfd, NULL), -EINVAL);
+	o.uid = 0;
+	assert_errno(clip_cage_start_spawn(c, 2, &o, &pidfd, NULL), -EINVAL);
+	assert_errno(clip_cage_start_spawn(c, 0, NULL, &pidfd, NULL), -EINVAL);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW);
+	clip_cage_unref(c);
+	clip_cage_profile_unref(p);
+	clip_ctx_unref(ctx);
+}
+
+/* A read-write bind of one file (a socket, a log), not a directory: Landlock takes file rights only. */
+Test(cage_life, a_file_bound_read_write)
+{
+	char *dir = test_tmpdir("tmpfs"), text[1024], path[600], buf[16] = "";
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c;
+	int status = -1, pidfd, fd;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+	cr_assert_geq(fd, 0);
+	fchmod(fd, 0666);
+	snprintf(text, sizeof(text), H "[Files]\nBind=%s:/run/f\n", path);
+	c = started_with(&ctx, text, "echo in >/run/f && ! rm -f /run/f", NULL, 0, &pidfd);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 0, "written through the bind, not removed");
+	cr_assert_eq(pread(fd, buf, sizeof(buf) - 1, 0), 3);
+	cr_assert_str_eq(buf, "in\n");
+	close(pidfd);
+	close(fd);
+	clip_cage_stop(c, 0, NULL);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+	free(dir);
 }
 
 Test(cage_life, misuse_before_start)
