@@ -52,6 +52,7 @@
 #include "error.h"
 #include "log.h"
 #include "tpm-internal.h"
+#include "util.h"
 
 #define CAGE_NS_FLAGS \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
@@ -254,15 +255,6 @@ static int
 pidfd_signal(int pidfd, int sig)
 {
 	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-}
-
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* -- veth, through rtnetlink ----------------------------------------- */

@@ -618,15 +618,6 @@ filter_profile(const char *program, const struct filter_limits *lim, char *targe
 	return 0;
 }
 
-static long long
-filter_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* What the filter writes on stdout and stderr: its first line is the reason. */
 struct filter_output {
 	int fd; /* non-blocking; -1 at end of file */
@@ -678,12 +669,12 @@ filter_output_reason(struct filter_output *o)
 static int
 filter_wait(int pidfd, struct filter_output *o, unsigned timeout_ms)
 {
-	long long deadline = filter_now_ms() + timeout_ms;
+	long long deadline = now_ms() + timeout_ms;
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN },
 				       { .fd = o->fd, .events = POLLIN } };
-		long long left = deadline - filter_now_ms();
+		long long left = deadline - now_ms();
 		int n;
 
 		if (left <= 0)

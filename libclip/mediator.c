@@ -197,15 +197,6 @@ struct outcome {
 	char delivered[DELIVER_NAME_MAX + 1];
 };
 
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
-
 static int
 watch(struct clip_mediator *m, struct source *s)
 {

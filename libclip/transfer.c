@@ -13,6 +13,7 @@
 #include <clip/transfer.h>
 
 #include "error.h"
+#include "util.h"
 #include "proto.h"
 #include "utf8.h"
 
@@ -175,9 +176,8 @@ clip_transfer_dispatch(struct clip_transfer *t, struct clip_error **reterr)
 static int
 transfer_wait(struct clip_transfer *t, int timeout_ms, struct clip_error **reterr)
 {
-	struct timespec start, now;
+	long long start = now_ms();
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		struct pollfd p = { .fd = t->sock, .events = POLLIN };
 		int left = timeout_ms, r;
@@ -186,9 +186,7 @@ transfer_wait(struct clip_transfer *t, int timeout_ms, struct clip_error **reter
 		if (r != 0)
 			return r < 0 ? r : 0;
 		if (timeout_ms >= 0) {
-			clock_gettime(CLOCK_MONOTONIC, &now);
-			left = timeout_ms - (int)((now.tv_sec - start.tv_sec) * 1000 +
-						  (now.tv_nsec - start.tv_nsec) / 1000000);
+			left = timeout_ms - (int)(now_ms() - start);
 			if (left <= 0)
 				return error_set(reterr, -EAGAIN,
 						 "no answer from the mediator yet");

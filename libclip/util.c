@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -101,6 +102,21 @@ void
 secure_wipe(void *p, size_t n)
 {
 	OPENSSL_cleanse(p, n);
+}
+
+uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+long long
+now_ms(void)
+{
+	return (long long)(now_ns() / 1000000);
 }
 
 int

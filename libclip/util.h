@@ -39,6 +39,10 @@ void secure_wipe(void *p, size_t n);
  * Read or write exactly @n bytes, retrying on EINTR and short transfers.
  * 0, or -errno; reading fails with -EIO at end of file.
  */
+/* CLOCK_MONOTONIC, in nanoseconds and in milliseconds. */
+uint64_t now_ns(void);
+long long now_ms(void);
+
 int read_full(int fd, void *p, size_t n);
 int write_full(int fd, const void *p, size_t n);
 
