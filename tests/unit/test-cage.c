@@ -443,21 +443,30 @@ under_valgrind(void)
 	return preload && strstr(preload, "vgpreload");
 }
 
+/* A new cage from @text, or the test skipped where cages cannot run. */
 static struct clip_cage *
-started(struct clip_ctx **ctx, const char *text)
+new_or_skip(struct clip_ctx **ctx, const char *text)
 {
 	struct clip_cage_profile *p = parse_ok(text);
 	struct clip_cage *c = NULL;
-	struct clip_error *e = NULL;
 
 	if (!userns_available())
 		cr_skip_test("no user namespaces");
 	if (under_valgrind())
 		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
 	*ctx = test_ctx("/nonexistent");
-	cr_assert_eq(clip_cage_new(&c, *ctx, p, &e), 0);
-	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start: %s", clip_error_get_message(e));
+	cr_assert_eq(clip_cage_new(&c, *ctx, p, NULL), 0);
 	clip_cage_profile_unref(p);
+	return c;
+}
+
+static struct clip_cage *
+started(struct clip_ctx **ctx, const char *text)
+{
+	struct clip_cage *c = new_or_skip(ctx, text);
+	struct clip_error *e = NULL;
+
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start: %s", clip_error_get_message(e));
 	return c;
 }
 
@@ -572,23 +581,15 @@ static struct clip_cage *
 started_with(struct clip_ctx **ctx, const char *text, const char *script, const int *fds,
 	     unsigned n_fds, int *ret_pidfd)
 {
-	struct clip_cage_profile *p = parse_ok(text);
 	const char *argv[] = { "/bin/sh", "-c", script, NULL };
 	struct clip_cage_spawn_opts o = {
 		.size = sizeof(o), .argv = argv, .fds = fds, .n_fds = n_fds
 	};
-	struct clip_cage *c = NULL;
+	struct clip_cage *c = new_or_skip(ctx, text);
 	struct clip_error *e = NULL;
 
-	if (!userns_available())
-		cr_skip_test("no user namespaces");
-	if (under_valgrind())
-		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
-	*ctx = test_ctx("/nonexistent");
-	cr_assert_eq(clip_cage_new(&c, *ctx, p, &e), 0);
 	cr_assert_eq(clip_cage_start_spawn(c, 0, &o, ret_pidfd, &e), 0, "start: %s",
 		     clip_error_get_message(e));
-	clip_cage_profile_unref(p);
 	return c;
 }
 
@@ -659,15 +660,9 @@ Test(cage_life, start_spawn_refusals_leave_no_cage)
 	const char *argv[] = { "no-such-command", NULL };
 	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
 	int fds[] = { 1000 }, pidfd = -1;
-	struct clip_cage *c = NULL;
+	struct clip_cage *c = new_or_skip(&ctx, H);
 	struct clip_error *e = NULL;
 
-	if (!userns_available())
-		cr_skip_test("no user namespaces");
-	if (under_valgrind())
-		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
-	ctx = test_ctx("/nonexistent");
-	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
 	assert_errno(clip_cage_start_spawn(c, 0, &o, &pidfd, &e), -ENOENT);
 	cr_assert(strstr(clip_error_get_message(e), "cannot execute"), "%s",
 		  clip_error_get_message(e));
