@@ -557,7 +557,19 @@ setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m
 	free(text);
 	if (r < 0)
 		return fail("bad policy", error);
-	r = clip_audit_open(audit, *ctx, -1, NULL, CLIP_AUDIT_SYSLOG, &error);
+	/*
+	 * One writer at a time: a clipd restarted at once after a crash may
+	 * find the lock still held by a child of its predecessor on its way
+	 * out. Wait for it a little (2 s), not for ever.
+	 */
+	for (int tries = 0;; tries++) {
+		r = clip_audit_open(audit, *ctx, -1, NULL, CLIP_AUDIT_SYSLOG, &error);
+		if (r != -EBUSY || tries == 40)
+			break;
+		clip_error_free(error);
+		error = NULL;
+		nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
+	}
 	if (r < 0) {
 		clip_policy_unref(policy);
 		return fail("cannot open the audit log", error);
