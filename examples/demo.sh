@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# The libclip demo: confidentiality levels and tamper-evident file labels,
+# The libclip demo: confidentiality levels, tamper-evident file labels, a
+# cage, the TPM, and a document moved between real cages through the core,
 # on temporary state only (nothing outside a fresh temporary directory is
 # touched). Usage: examples/demo.sh BUILD_DIR
 set -euo pipefail
@@ -103,10 +104,30 @@ else
 	echo "  (swtpm is not installed: skipped)"
 fi
 
-step "Mediated transfer: clipd between cages low (s0), high (s2) and side (s1:c5), the user answering yes"
+step "Mediated transfer between real cages low (s0), high (s2) and side (s1:c5): clipd in the core, the user answering yes"
 x=$work/xfer
-mkdir -p "$x/cfg" "$x/low" "$x/high" "$x/side" "$x/run"
-printf 'low s0 %s/low %s/run/low.sock\nhigh s2 %s/high %s/run/high.sock\nside s1:c5 %s/side %s/run/side.sock\n' "$x" "$x" "$x" "$x" "$x" "$x" >"$x/cfg/cages"
+# clipctl and its library, bound read-only into each cage in the build's
+# layout (RUNPATH $ORIGIN/../libclip); each cage's clipd socket alone in a
+# directory bound at /run/clip; its inbox bound at /inbox (noexec), its
+# documents at /data. The agent's socket is bound into no cage.
+bin_dir=$(cd "$build/examples" && pwd -P)
+lib_dir=$(cd "$build/libclip" && pwd -P)
+mkdir -p "$x/cfg" "$x/run" "$x/cstate"
+chmod 711 "$work" "$x"
+: >"$x/cfg/cages"
+for c in "low s0 $((0x7b10 * 65536))" "high s2 $((0x7b11 * 65536))" "side s1:c5 $((0x7b12 * 65536))"; do
+	set -- $c
+	mkdir -p "$x/in-$1" "$x/data-$1" "$x/sock-$1"
+	if [ ${#mode[@]} -eq 0 ]; then
+		# Run by root: the socket serves only the cage's uid, the inbox is its.
+		echo "$1 $2 $x/in-$1 $x/sock-$1/transfer.sock uid=$3" >>"$x/cfg/cages"
+		chown "$3:$3" "$x/in-$1" "$x/data-$1"
+	else
+		echo "$1 $2 $x/in-$1 $x/sock-$1/transfer.sock" >>"$x/cfg/cages"
+	fi
+	printf '[Cage]\nName=%s\nLevel=%s\nUidBase=%s\nDataDirectory=%s\n[Files]\nBindReadOnly=%s:/opt/clip/bin %s:/opt/clip/libclip %s:/run/clip\nBind=%s:/inbox\n[Network]\nMode=none\n[Security]\nWriteXorExecute=yes\n' \
+		"$1" "$2" "$3" "$x/data-$1" "$bin_dir" "$lib_dir" "$x/sock-$1" "$x/in-$1" >"$x/$1.cage"
+done
 printf 'low high ask\nhigh low ask encrypt\n@any @any deny\n' | tee "$x/cfg/policy" | sed 's/^/  policy: /'
 mkfifo "$x/ready" "$x/agent-ready"
 "$build/examples/clipd" --config "$x/cfg" --state-dir "$state" --agent-socket "$x/run/confirm.sock" "${mode[@]}" --ready-fd 3 3>"$x/ready" 2>"$x/clipd.log" &
@@ -115,13 +136,36 @@ read -r _ <"$x/ready"
 "$build/examples/clip-confirm" --socket "$x/run/confirm.sock" --auto yes --ready-fd 3 3>"$x/agent-ready" >"$x/agent.log" &
 xfer_pids="$xfer_pids $!"
 read -r _ <"$x/agent-ready"
-echo "quarterly figures" >"$work/figures.txt"
-send() { printf '$ clipctl transfer send figures.txt --to %s   # from %s\n' "$2" "$1"; "$clipctl" transfer send "$work/figures.txt" --to "$2" --socket "$x/run/$1.sock" 2>&1 | sed 's/^/  /' || true; }
-send low high
+echo "quarterly figures" >"$x/data-low/figures.txt"
+echo "TOP SECRET plans" >"$x/data-high/plans.txt"
+chmod 644 "$x/data-low/figures.txt" "$x/data-high/plans.txt"
+[ ${#mode[@]} -eq 0 ] && chown $((0x7b10 * 65536)) "$x/data-low/figures.txt" && chown $((0x7b11 * 65536)) "$x/data-high/plans.txt"
+in_cage() { # CAGE COMMAND...: run COMMAND in a new cage
+	local cage=$1
+	shift
+	"$clipctl" --state-dir "$x/cstate" cage run --profile "$x/$cage.cage" -- "$@" 2>&1 | sed "s/^/  $cage| /"
+}
+send() { # FROM FILE TO [refused]: clipctl transfer send, run inside the cage FROM
+	printf '$ clipctl cage run --profile %s.cage -- clipctl transfer send /data/%s --to %s\n' "$1" "$2" "$3"
+	if in_cage "$1" /opt/clip/bin/clipctl transfer send "/data/$2" --to "$3"; then
+		[ -z "${4:-}" ] || { echo "  !! accepted: that is a bug" >&2; exit 1; }
+	else
+		[ -n "${4:-}" ] || { echo "  !! not delivered" >&2; exit 1; }
+		echo "  -> refused, as it must be"
+	fi
+}
+send low figures.txt high
 sed -n '/=== transfer/,/allowed/p' "$x/agent.log" | sed 's/^/  agent| /'
-send high low
-printf '  the low inbox holds an envelope: %s\n' "$(head -c 8 "$x/low/figures.txt")"
-send high side   # s2 and s1:c5: neither dominates
+printf '$ clipctl cage run --profile high.cage -- cat /inbox/figures.txt\n'
+in_cage high cat /inbox/figures.txt
+send high plans.txt low
+printf '$ clipctl cage run --profile low.cage -- head -c 8 /inbox/plans.txt   # an envelope: the low cage cannot read it\n'
+in_cage low sh -c 'head -c 8 /inbox/plans.txt; echo; grep -q SECRET /inbox/plans.txt && echo "plain text!" || echo "no plain text in it"'
+printf '$ clipctl transfer open plans.txt --for low   # in the core, with its key\n'
+ctl transfer open "$x/in-low/plans.txt" --for low 2>&1 | sed 's/^/  /'
+send high plans.txt side refused   # s2 and s1:c5: neither dominates
+printf '$ clipctl cage run --profile low.cage -- ls /run/clip   # its own socket, not the agent'"'"'s or another cage'"'"'s\n'
+in_cage low ls /run/clip
 run --state-dir "$state" audit verify || true
 kill $xfer_pids
 
