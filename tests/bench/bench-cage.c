@@ -121,47 +121,44 @@ cage_start(struct cage_data *d, struct clip_cage **ret)
 	return r;
 }
 
-/* As `clipctl cage run`: the cage and its first process in one step. */
+/* /bin/true in a new cage, its first process (clipctl cage run) or spawned from outside. */
 static int
-cage_true(void *data)
+cage_true_with(struct cage_data *d, bool first)
 {
 	static const char *const argv[] = { "/bin/true", NULL };
 	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
-	struct cage_data *d = data;
 	struct clip_cage *c = NULL;
 	int pidfd, status = -1, r;
 
-	r = clip_cage_new(&c, d->ctx, d->profile, NULL);
-	if (r >= 0)
-		r = clip_cage_start_spawn(c, 0, &o, &pidfd, NULL);
+	if (first) {
+		r = clip_cage_new(&c, d->ctx, d->profile, NULL);
+		if (r >= 0)
+			r = clip_cage_start_spawn(c, 0, &o, &pidfd, NULL);
+	} else {
+		r = cage_start(d, &c);
+		if (r >= 0)
+			r = clip_cage_spawn(c, &o, &pidfd, NULL);
+	}
 	if (r >= 0) {
 		r = clip_cage_wait_process(c, pidfd, &status);
 		close(pidfd);
-		clip_cage_stop(c, 0, NULL);
 	}
+	if (c)
+		clip_cage_stop(c, 0, NULL);
 	clip_cage_unref(c);
 	return r < 0 || status != 0 ? -1 : 0;
 }
 
-/* A started cage, then a process spawned into it from outside. */
+static int
+cage_true(void *data)
+{
+	return cage_true_with(data, true);
+}
+
 static int
 cage_true_spawned(void *data)
 {
-	static const char *const argv[] = { "/bin/true", NULL };
-	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
-	struct clip_cage *c;
-	int pidfd, status = -1, r;
-
-	if (cage_start(data, &c) < 0)
-		return -1;
-	r = clip_cage_spawn(c, &o, &pidfd, NULL);
-	if (r >= 0) {
-		r = clip_cage_wait_process(c, pidfd, &status);
-		close(pidfd);
-	}
-	clip_cage_stop(c, 0, NULL);
-	clip_cage_unref(c);
-	return r < 0 || status != 0 ? -1 : 0;
+	return cage_true_with(data, false);
 }
 
 static int
