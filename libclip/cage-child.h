@@ -96,6 +96,7 @@ struct cage_exec_args {
 	uint32_t uid, gid;
 	bool rootless;
 	int err_fd; /* cage_msg on failure; closed by a successful execve() */
+	int cgroupns_fd; /* a cgroup namespace to enter first, or -1 */
 	int landlock_abi;
 	const char *test_disable;
 };

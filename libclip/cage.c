@@ -833,22 +833,77 @@ spawn_check(const struct clip_cage_spawn_opts *o)
 	return 0;
 }
 
-/* The helper: join, enter, clone the process as the caller's child. */
+#ifndef PIDFD_GET_CGROUP_NAMESPACE
+#define PIDFD_GET_CGROUP_NAMESPACE _IO(0xFF, 1) /* Linux 6.11 */
+#endif
+
+/* The init's cgroup namespace as a descriptor: from its pidfd, else /proc while it lives. */
+static int
+cgroupns_open(struct clip_cage *c)
+{
+	char path[64];
+	int fd = ioctl(c->pidfd, PIDFD_GET_CGROUP_NAMESPACE, 0);
+
+	if (fd >= 0 || errno != ENOTTY)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", (int)c->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Alive after the open: the pid was still the init's, not a recycled one. */
+	if (fd >= 0 && pidfd_signal(c->pidfd, 0) < 0) {
+		close(fd);
+		fd = -1;
+		errno = ESRCH;
+	}
+	return fd;
+}
+
+/*
+ * The helper: join, enter, clone the process as the caller's child. The
+ * cgroups without the kernel's global lock where it can (cage-cgroup.c):
+ * v1 through its own "tasks" files, cgroup2 by cloning the process into
+ * it, which works only from outside the cage's cgroup namespace; so the
+ * process enters that one itself (cage_exec_main()).
+ */
 _Noreturn static void
 spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 {
 	struct clone_args ca = { .flags = CLONE_PARENT };
+	struct cage_exec_args a = *args;
+	int v2 = c->cg.v2_fd, cgns;
 	long pid;
 
-	if (cage_cgroups_join_self(&c->cg, true) < 0)
-		cage_child_fail(err_fd, STEP_CGROUP, errno);
-	if (setns(c->pidfd, CAGE_NS_FLAGS | CLONE_NEWCGROUP) < 0)
+	if (v2 < 0 && c->cg.v2) /* an attached cage */
+		v2 = open(c->cg.v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/*
+	 * The process cannot enter through the pidfd itself: the init's memory
+	 * belongs to the host's user namespace, where it has no ptrace right.
+	 * A namespace descriptor needs none.
+	 */
+	cgns = cgroupns_open(c);
+	if (cgns < 0)
 		cage_child_fail(err_fd, STEP_SETNS, errno);
+	if (cage_cgroups_join_self(&c->cg, false) < 0)
+		cage_child_fail(err_fd, STEP_CGROUP, errno);
+	if (setns(c->pidfd, CAGE_NS_FLAGS) < 0)
+		cage_child_fail(err_fd, STEP_SETNS, errno);
+	if (v2 >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)v2;
+	}
 	pid = cage_clone3(&ca);
+	if (pid < 0 && (ca.flags & CLONE_INTO_CGROUP)) {
+		/* A cgroup the kernel will not clone into: the slow way. */
+		if (cage_cgroups_join_v2(&c->cg, getpid()) < 0)
+			cage_child_fail(err_fd, STEP_CGROUP, errno);
+		ca.flags &= ~CLONE_INTO_CGROUP;
+		pid = cage_clone3(&ca);
+	}
 	if (pid < 0)
 		cage_child_fail(err_fd, STEP_FORK, errno);
-	if (pid == 0)
-		cage_exec_main(args);
+	if (pid == 0) {
+		a.cgroupns_fd = cgns;
+		cage_exec_main(&a);
+	}
 	cage_msg_send(err_fd, MSG_PID, 0, 0, (int)pid);
 	_exit(0);
 }
@@ -884,6 +939,7 @@ spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		.gid = opts.gid,
 		.rootless = c->rootless,
 		.err_fd = -1,
+		.cgroupns_fd = -1,
 		.landlock_abi = c->landlock_abi,
 		.test_disable = test_disable(),
 	};

@@ -716,6 +716,68 @@ Test(cage_life, a_file_bound_read_write)
 	free(dir);
 }
 
+/*
+ * A process spawned from outside lands in the cage's cgroups (seen from the
+ * host) and in its cgroup namespace (it sees itself at the root), both
+ * for the first process and for one spawned later.
+ */
+Test(cage_life, processes_join_the_cgroups_and_their_namespace)
+{
+	struct clip_ctx *ctx = NULL;
+	char buf[1024] = "", path[64], host[4096] = "";
+	int p[2], fds[2], pidfd, status = -1, pid = -1;
+	struct clip_cage *c;
+	ssize_t len;
+	FILE *f;
+
+	if (geteuid() != 0)
+		cr_skip_test("not root: no cgroup limits on this host");
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	fds[1] = p[1];
+	c = started(&ctx, "[Cage]\nName=cgt\n[Limits]\nTasksMax=16\nMemoryMax=64M\n");
+	cr_assert_eq(
+		clip_cage_get_missing(c) & (CLIP_CAGE_MISSING_TASKS | CLIP_CAGE_MISSING_MEMORY), 0);
+	{
+		const char *argv[] = { "/bin/sh", "-c", "cat /proc/self/cgroup; exec sleep 100",
+				       NULL };
+		struct clip_cage_spawn_opts o = {
+			.size = sizeof(o), .argv = argv, .fds = fds, .n_fds = 2
+		};
+
+		cr_assert_eq(clip_cage_spawn(c, &o, &pidfd, NULL), 0);
+	}
+	close(p[1]);
+	len = read(p[0], buf, sizeof(buf) - 1);
+	cr_assert_gt(len, 0);
+	/* Inside: every hierarchy at its root, cgroup2 too ("0::/"). */
+	cr_assert(strstr(buf, "0::/\n") && strstr(buf, "pids:/\n") && strstr(buf, "memory:/\n"),
+		  "%s", buf);
+	/* From the host: the process behind the pidfd is in the cage's own cgroups. */
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	f = fopen(path, "re");
+	cr_assert(f);
+	while (fgets(host, sizeof(host), f))
+		if (sscanf(host, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	cr_assert_gt(pid, 0);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	host[0] = '\0';
+	f = fopen(path, "re");
+	cr_assert(f);
+	len = (ssize_t)fread(host, 1, sizeof(host) - 1, f);
+	fclose(f);
+	cr_assert(strstr(host, "pids:/clip-cgt-") && strstr(host, "0::/clip-cgt-"), "%s", host);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	close(pidfd);
+	close(p[0]);
+	close(fds[0]);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
 Test(cage_life, misuse_before_start)
 {
 	struct clip_cage_profile *p = parse_ok(H);
