@@ -83,16 +83,47 @@ check_source(int untrusted_src, uint64_t max_size, struct stat *st, struct clip_
 	return 0;
 }
 
+/* A write (or fsync) into the target inbox that failed with @r. */
+static int
+inbox_error(struct clip_error **reterr, int r)
+{
+	if (r == -ENOSPC || r == -EDQUOT)
+		return error_set_errno(reterr, r, "the target inbox is full");
+	return error_set_errno(reterr, r, "cannot write into the target inbox");
+}
+
 static int
 write_out(int fd, const void *p, size_t n, struct clip_error **reterr)
 {
 	int r = write_full(fd, p, n);
 
-	if (r == -ENOSPC || r == -EDQUOT)
-		return error_set_errno(reterr, r, "the target inbox is full");
-	if (r < 0)
-		return error_set_errno(reterr, r, "cannot write into the target inbox");
-	return 0;
+	return r < 0 ? inbox_error(reterr, r) : 0;
+}
+
+/*
+ * The next chunk of the document, at @off, into @in: hashed, and encrypted
+ * into @out with @c. The number of bytes read (and made), or -errno.
+ */
+static ssize_t
+chunk_take(int src, uint64_t off, uint8_t *in, size_t want, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
+	   uint8_t *out, struct clip_error **reterr)
+{
+	ssize_t n;
+	int clen = 0;
+
+	do
+		n = pread(src, in, want, (off_t)off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return error_set_errno(reterr, -errno, "cannot read the document");
+	if (n == 0)
+		return error_set(reterr, -EBUSY, "the document shrank while it was read");
+	if (!EVP_DigestUpdate(md, in, (size_t)n))
+		return -EIO;
+	/* GCM is a stream mode: as many bytes out as in. */
+	if (c && (!EVP_EncryptUpdate(c, out, &clen, in, (int)n) || clen != n))
+		return error_set(reterr, -EIO, "cannot encrypt");
+	return n;
 }
 
 static int
@@ -280,24 +311,14 @@ copy_small(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c
 
 	while (off < size) {
 		size_t want = size - off < sizeof(in) ? (size_t)(size - off) : sizeof(in);
-		ssize_t n = pread(src, in, want, (off_t)off);
-		int clen = 0, r;
+		ssize_t n = chunk_take(src, off, in, want, md, c, out, reterr);
+		int r;
 
-		if (n < 0 && errno == EINTR)
-			continue;
 		if (n < 0)
-			return error_set_errno(reterr, -errno, "cannot read the document");
-		if (n == 0)
-			return error_set(reterr, -EBUSY, "the document shrank while it was read");
-		if (!EVP_DigestUpdate(md, in, (size_t)n))
-			return -EIO;
-		if (c && !EVP_EncryptUpdate(c, out, &clen, in, (int)n))
-			return error_set(reterr, -EIO, "cannot encrypt");
-		r = write_full(out_fd, c ? out : in, c ? (size_t)clen : (size_t)n);
-		if (r == -ENOSPC || r == -EDQUOT)
-			return error_set_errno(reterr, r, "the target inbox is full");
+			return (int)n;
+		r = write_out(out_fd, c ? out : in, (size_t)n, reterr);
 		if (r < 0)
-			return error_set_errno(reterr, r, "cannot write into the target inbox");
+			return r;
 		off += (uint64_t)n;
 	}
 	return 0;
@@ -333,7 +354,7 @@ copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 	if ((c && !buf) || !slots)
 		return -ENOMEM;
 	if (start < 0)
-		return error_set_errno(reterr, -errno, "cannot write into the target inbox");
+		return inbox_error(reterr, -errno);
 	p.written = (uint64_t)start;
 	for (unsigned i = 0; i < PIPE_SLOTS; i++)
 		p.slot[i] = slots + i * stride;
@@ -351,34 +372,21 @@ copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 		/* Plain text is read straight into the slot; cipher text is made there. */
 		uint8_t *in = c ? buf : out;
 		ssize_t n;
-		int clen = 0;
 
 		if (!out)
 			break;
-		n = pread(src, in, want, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			r = error_set_errno(reterr, -errno, "cannot read the document");
-		else if (n == 0)
-			r = error_set(reterr, -EBUSY, "the document shrank while it was read");
-		else if (!EVP_DigestUpdate(md, in, (size_t)n))
-			r = -EIO;
-		else if (c && !EVP_EncryptUpdate(c, out, &clen, in, (int)n))
-			r = error_set(reterr, -EIO, "cannot encrypt");
-		if (r < 0)
+		n = chunk_take(src, off, in, want, md, c, out, reterr);
+		if (n < 0) {
+			r = (int)n;
 			break;
-		pipeline_give(&p, i, c ? (size_t)clen : (size_t)n);
+		}
+		pipeline_give(&p, i, (size_t)n);
 		off += (uint64_t)n;
 	}
-	if (pipeline_end(&p, writer) < 0 && r == 0) {
-		r = p.error;
-		if (r == -ENOSPC || r == -EDQUOT)
-			return error_set_errno(reterr, r, "the target inbox is full");
-		return error_set_errno(reterr, r, "cannot write into the target inbox");
-	}
+	if (pipeline_end(&p, writer) < 0 && r == 0)
+		return inbox_error(reterr, p.error);
 	if (r == 0 && lseek(out_fd, (off_t)p.written, SEEK_SET) < 0)
-		return error_set_errno(reterr, -errno, "cannot write into the target inbox");
+		return inbox_error(reterr, -errno);
 	return r;
 }
 
@@ -443,12 +451,8 @@ receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, 
 		return error_set(reterr, -EBUSY, "the document changed while it was read");
 	if (!EVP_DigestFinal_ex(md, d->sha256, &mdlen) || mdlen != 32)
 		return -EIO;
-	if (fsync(d->fd) < 0) {
-		r = -errno;
-		if (r == -ENOSPC || r == -EDQUOT)
-			return error_set_errno(reterr, r, "the target inbox is full");
-		return error_set_errno(reterr, r, "cannot write into the target inbox");
-	}
+	if (fsync(d->fd) < 0)
+		return inbox_error(reterr, -errno);
 	d->size = (uint64_t)st.st_size;
 	d->encrypted = key != NULL;
 	return 0;

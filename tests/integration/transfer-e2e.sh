@@ -233,6 +233,7 @@ if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
 else
 	setup full "low high allow" "low s0" "high s2"
 	head -c 1048576 /dev/urandom >"$base/mib"
+	head -c 3145728 /dev/urandom >"$base/mib3"
 	mkfifo "$d/ready"
 	out=$(unshare -m bash -c '
 		mount -t tmpfs -o size=64k tmpfs "$1/in-high" || exit 99
@@ -240,10 +241,16 @@ else
 		read -r line <"$1/ready"
 		"$3" transfer send "$4" --to high --socket "$1/run/low.sock"; echo "rc=$?"
 		echo "left=$(ls -A "$1/in-high" | wc -l)"
-		kill %1' _ "$d" "$clipd" "$clipctl" "$base/mib" 2>&1)
+		# Over one chunk: copied by the writer thread, whose error comes back the same way.
+		"$3" transfer send "$5" --to high --socket "$1/run/low.sock"; echo "rc3=$?"
+		echo "left3=$(ls -A "$1/in-high" | wc -l)"
+		kill %1' _ "$d" "$clipd" "$clipctl" "$base/mib" "$base/mib3" 2>&1)
 	like "a full inbox: the requester is told" "$out" "failed: cannot take the document: the target inbox is full"
 	like "a full inbox: exit 1" "$out" "rc=1"
 	like "a full inbox: nothing left behind" "$out" "left=0"
+	like "a full inbox, 3 MiB (the writer thread): exit 1" "$out" "rc3=1"
+	like "a full inbox, 3 MiB: nothing left behind" "$out" "left3=0"
+	is "a full inbox: both requesters are told" "$(grep -c 'the target inbox is full' <<<"$out")" 2
 fi
 
 tap_plan_end

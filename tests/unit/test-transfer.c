@@ -592,6 +592,32 @@ Test(deliver, one_pass_copies_and_hashes_exactly)
 	free(back);
 }
 
+/*
+ * A file that holds fewer bytes than its size says (a sysfs attribute: 4096
+ * by fstat(), a few when read) is refused as shrinking, and nothing is left.
+ */
+Test(deliver, a_document_shorter_than_its_size_is_refused)
+{
+	char *dir = test_tmpdir("tmpfs");
+	int inbox = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+	    src = open("/sys/kernel/uevent_seqnum", O_RDONLY | O_CLOEXEC);
+	struct delivery d;
+	struct clip_error *e = NULL;
+	struct stat st;
+
+	if (src < 0)
+		cr_skip_test("no /sys/kernel/uevent_seqnum here");
+	cr_assert_eq(fstat(src, &st), 0);
+	cr_assert_gt(st.st_size, 64, "its size promises more than it holds");
+	assert_errno(deliver_receive(inbox, src, 1 << 20, NULL, "", &d, &e), -EBUSY);
+	cr_assert(strstr(clip_error_get_message(e), "shrank"), "%s", clip_error_get_message(e));
+	clip_error_free(e);
+	cr_assert(dir_is_empty(inbox), "nothing is left behind");
+	close(src);
+	close(inbox);
+	free(dir);
+}
+
 Test(deliver, envelope_round_trip_and_tamper)
 {
 	char *dir = test_tmpdir("tmpfs"), state[512], name[DELIVER_NAME_MAX + 1];
