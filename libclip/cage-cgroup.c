@@ -326,15 +326,10 @@ cage_cgroups_join_tasks(const int fds[_CG_V1_MAX])
 }
 
 int
-cage_cgroups_join_self(const struct cage_cgroups *cg, bool v2)
+cage_cgroups_join_v1_self(const struct cage_cgroups *cg)
 {
 	int fds[_CG_V1_MAX], r;
 
-	if (v2 && cg->v2) {
-		r = write_file(cg->v2, "cgroup.procs", "0");
-		if (r < 0)
-			return r;
-	}
 	r = cage_cgroups_open_tasks(cg, fds);
 	if (r >= 0)
 		r = cage_cgroups_join_tasks(fds);

@@ -36,8 +36,8 @@ void cage_cgroups_close_tasks(int fds[_CG_V1_MAX]);
 /* Move the calling single-threaded process through the opened "tasks" files. */
 int cage_cgroups_join_tasks(const int fds[_CG_V1_MAX]);
 
-/* Move the calling single-threaded process into the v1 cgroups, and cgroup2 if @v2. */
-int cage_cgroups_join_self(const struct cage_cgroups *cg, bool v2);
+/* Move the calling single-threaded process into the v1 cgroups. */
+int cage_cgroups_join_v1_self(const struct cage_cgroups *cg);
 
 /* Move @pid into the cgroup2 cgroup (where CLONE_INTO_CGROUP was refused). */
 int cage_cgroups_join_v2(const struct cage_cgroups *cg, pid_t pid);

@@ -882,7 +882,7 @@ spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 	cgns = cgroupns_open(c);
 	if (cgns < 0)
 		cage_child_fail(err_fd, STEP_SETNS, errno);
-	if (cage_cgroups_join_self(&c->cg, false) < 0)
+	if (cage_cgroups_join_v1_self(&c->cg) < 0)
 		cage_child_fail(err_fd, STEP_CGROUP, errno);
 	if (setns(c->pidfd, CAGE_NS_FLAGS) < 0)
 		cage_child_fail(err_fd, STEP_SETNS, errno);
