@@ -113,31 +113,14 @@ row(const char *what, const struct bench *ours, const struct bench *peer)
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "runs", required_argument, NULL, 'r' },
-		{ "duration-ms", required_argument, NULL, 'd' },
-		{ "dir", required_argument, NULL, 'D' },
-		{ 0 },
-	};
 	char tmpl[] = "/var/tmp/clip-bench-XXXXXX", state[600], file[600];
 	struct label_data ld = { 0 };
 	struct level_data simple = { "s2:c1", "s1" };
 	struct level_data wide = { "s7:c0.c255,c300,c512.c700,c1000", "s3:c0.c100,c600" };
 	const char *dir = NULL;
 	cpu_set_t one;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'r')
-			runs = atoi(optarg);
-		else if (c == 'd')
-			duration_ms = atol(optarg);
-		else if (c == 'D')
-			dir = optarg;
-		else
-			return 2;
-	}
-	if (runs < 1 || runs > 64 || duration_ms < 1)
+	if (bench_options(argc, argv, &runs, &duration_ms, &dir) != 0)
 		return 2;
 	if (!dir && !(dir = mkdtemp(tmpl))) {
 		perror("mkdtemp");

@@ -146,31 +146,14 @@ prepare(const char *state, const char *provider, const char *file)
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "runs", required_argument, NULL, 'r' },
-		{ "duration-ms", required_argument, NULL, 'd' },
-		{ "dir", required_argument, NULL, 'D' },
-		{ 0 },
-	};
 	char tmpl[] = "/var/tmp/clip-bench-tpm-XXXXXX", path[4][600];
 	struct start_data tpm = { .provider = "tpm" }, file = { .provider = "file" };
 	struct clip_tpm_opts o = { .size = sizeof(o) };
 	struct measure_data md = { 0 };
 	TSS2_TCTI_CONTEXT *tcti = NULL;
 	const char *dir = NULL;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'r')
-			runs = atoi(optarg);
-		else if (c == 'd')
-			duration_ms = atol(optarg);
-		else if (c == 'D')
-			dir = optarg;
-		else
-			return 2;
-	}
-	if (runs < 1 || runs > 64 || duration_ms < 1)
+	if (bench_options(argc, argv, &runs, &duration_ms, &dir) != 0)
 		return 2;
 	if (!getenv("CLIP_TPM_TCTI")) {
 		printf("no TPM: set $CLIP_TPM_TCTI, or run under tests/tpm/with-swtpm\n");

@@ -2,6 +2,7 @@
 /* The timing helpers every benchmark shares: a clock, and medians. */
 #pragma once
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,4 +70,37 @@ bench_rate(const struct bench *b, int runs, long duration_ms)
 		rates[r] = (double)n / (t - start);
 	}
 	return median(rates, runs < 64 ? runs : 64);
+}
+
+/*
+ * The options of the rate benchmarks: --runs N (1 to 64), --duration-ms MS
+ * and --dir DIR (NULL unless given). 0, or 2 after a usage message.
+ */
+static inline int
+bench_options(int argc, char **argv, int *runs, long *duration_ms, const char **dir)
+{
+	static const struct option opts[] = {
+		{ "runs", required_argument, NULL, 'r' },
+		{ "duration-ms", required_argument, NULL, 'd' },
+		{ "dir", required_argument, NULL, 'D' },
+		{ 0 },
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'r')
+			*runs = atoi(optarg);
+		else if (c == 'd')
+			*duration_ms = atol(optarg);
+		else if (c == 'D')
+			*dir = optarg;
+		else
+			*runs = 0;
+	}
+	if (*runs < 1 || *runs > 64 || *duration_ms < 1) {
+		fprintf(stderr, "Usage: %s [--runs 1..64] [--duration-ms MS] [--dir DIR]\n",
+			argv[0]);
+		return 2;
+	}
+	return 0;
 }
