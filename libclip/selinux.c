@@ -146,18 +146,26 @@ require_selinux(struct clip_error **reterr)
 	return 0;
 }
 
+/* The file's raw context, where SELinux is on. */
+static int
+file_context(int fd, char **ret, struct clip_error **reterr)
+{
+	int r = require_selinux(reterr);
+
+	if (r < 0)
+		return r;
+	if (fgetfilecon_raw(fd, ret) < 0)
+		return error_set_errno(reterr, -errno, "cannot read security.selinux");
+	return 0;
+}
+
 static int
 file_get_level(int fd, struct clip_level **ret, struct clip_error **reterr)
 {
 	_cleanup_(freeconp) char *con = NULL;
-	int r;
+	int r = file_context(fd, &con, reterr);
 
-	r = require_selinux(reterr);
-	if (r < 0)
-		return r;
-	if (fgetfilecon_raw(fd, &con) < 0)
-		return error_set_errno(reterr, -errno, "cannot read security.selinux");
-	return context_get_level(con, ret, reterr);
+	return r < 0 ? r : context_get_level(con, ret, reterr);
 }
 
 CLIP_EXPORT int
@@ -177,11 +185,9 @@ file_set_level(int fd, const struct clip_level *level, struct clip_error **reter
 	_cleanup_free_ char *new_con = NULL;
 	int r;
 
-	r = require_selinux(reterr);
+	r = file_context(fd, &con, reterr);
 	if (r < 0)
 		return r;
-	if (fgetfilecon_raw(fd, &con) < 0)
-		return error_set_errno(reterr, -errno, "cannot read security.selinux");
 	r = context_set_level(con, level, &new_con, reterr);
 	if (r < 0)
 		return r;
