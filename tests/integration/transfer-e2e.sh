@@ -49,6 +49,13 @@ low mid allow max-size=1K
 @any @any ask direction=up" "${cages[@]}"
 if start_clipd --confirm-timeout-ms 20000; then ok "clipd is ready"; else not_ok "clipd is ready"; cat "$d/clipd.log"; fi
 if start_agent yes; then ok "the agent is greeted"; else not_ok "the agent is greeted"; fi
+# One writer per audit log: a second clipd on the same state directory waits
+# 2 s for the lock (a predecessor on its way out), then gives up.
+t0=$(date +%s%N)
+expect 1 "a second clipd on the same state directory is refused" -- "$clipd" --config "$d/cfg" --state-dir "$d/state" --agent-socket "$d/run/confirm2.sock" $mode
+waited=$((($(date +%s%N) - t0) / 1000000))
+like "the refusal says the audit log is in use" "$err" "audit log .* is in use"
+if [ "$waited" -ge 1900 ] && [ "$waited" -lt 10000 ]; then ok "it waited about 2 s for the lock ($waited ms)"; else not_ok "it waited about 2 s for the lock ($waited ms)"; fi
 head -c 3000 /dev/urandom >"$base/doc.bin"
 sum=$(sha256sum <"$base/doc.bin" | cut -d' ' -f1)
 
