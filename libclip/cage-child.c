@@ -556,21 +556,39 @@ seccomp_load(const struct clip_cage_profile *p)
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
 }
 
-/* Keep only the profile's capabilities, in every set, with libcap-ng. */
+/*
+ * Keep only the profile's capabilities, in every set. The bounding set
+ * first, since dropping from it needs CAP_SETPCAP, still held: one
+ * PR_CAPBSET_DROP per capability the kernel knows (it answers EINVAL past
+ * the last). Not capng_apply(CAPNG_SELECT_BOUNDS): libcap-ng 0.8 reads
+ * /proc/PID/status twice around the same drops, which tripled the cost of
+ * this step (doc/cage.md, "Start-up time"). The other sets, with libcap-ng;
+ * its process id is set to 0 ("this one") since a first process runs in
+ * init's memory until it executes (first_fork()), where libcap-ng's state
+ * would otherwise name the other process.
+ */
 static int
 caps_apply(uint64_t caps)
 {
+	for (unsigned c = 0; c < 64; c++) {
+		if (caps & (UINT64_C(1) << c))
+			continue;
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0) {
+			if (errno == EINVAL && c > 0)
+				break;
+			return -1;
+		}
+	}
 	capng_clear(CAPNG_SELECT_ALL);
+	capng_setpid(0);
 	for (unsigned c = 0; c < 64; c++)
 		if (caps & (UINT64_C(1) << c))
 			if (capng_update(CAPNG_ADD,
 					 CAPNG_EFFECTIVE | CAPNG_PERMITTED | CAPNG_INHERITABLE |
-						 CAPNG_BOUNDING_SET | CAPNG_AMBIENT,
+						 CAPNG_AMBIENT,
 					 c) < 0)
 				return -1;
-	/* Bounding set first: dropping from it needs CAP_SETPCAP, still held. */
-	if (capng_apply(CAPNG_SELECT_BOUNDS) < 0 || capng_apply(CAPNG_SELECT_CAPS) < 0 ||
-	    capng_apply(CAPNG_SELECT_AMBIENT) < 0) {
+	if (capng_apply(CAPNG_SELECT_CAPS) < 0 || capng_apply(CAPNG_SELECT_AMBIENT) < 0) {
 		errno = EPERM;
 		return -1;
 	}
