@@ -740,31 +740,36 @@ init_loop(int sock, pid_t first)
 }
 
 /*
- * The first process: forked by init once the cage is set up, while init
+ * The first process: started by init once the cage is set up, while init
  * still holds the rights to give it its ids and capabilities; init then
- * drops them. Its failure before execve() comes back on @ret_err.
+ * drops them. With vfork(): it runs in init's memory, on init's stack
+ * below this frame, and init is suspended until it executes or fails.
+ * init's page tables are neither copied now nor torn down at execve(),
+ * and the process sets itself up with a CPU to itself (doc/cage.md,
+ * "Start-up time"). Until execve() it runs only cage_exec_main(), which
+ * leaves nothing init reads afterwards but libcap-ng's state, which
+ * caps_apply() resets. Its failure before execve() comes back on
+ * @ret_err. vfork() has no CLONE_PIDFD: the pidfd is opened afterwards,
+ * when the pid cannot have been reused, since only init reaps its
+ * children.
  */
 static pid_t
 first_fork(const struct cage_exec_args *first, int *ret_pidfd, int *ret_err, int fail_fd)
 {
 	struct cage_exec_args args = *first;
-	struct clone_args ca = { .flags = CLONE_PIDFD,
-				 .pidfd = (uint64_t)(uintptr_t)ret_pidfd,
-				 .exit_signal = SIGCHLD };
 	int p[2];
-	long pid;
+	pid_t pid;
 
 	CHECK(STEP_FORK, pipe2(p, O_CLOEXEC));
-	pid = cage_clone3(&ca);
-	CHECK(STEP_FORK, pid);
-	if (pid == 0) {
-		close(p[0]);
-		args.err_fd = p[1];
+	args.err_fd = p[1];
+	pid = vfork();
+	if (pid == 0)
 		cage_exec_main(&args);
-	}
+	CHECK(STEP_FORK, pid);
 	close(p[1]);
+	CHECK(STEP_FORK, *ret_pidfd = (int)syscall(SYS_pidfd_open, pid, 0));
 	*ret_err = p[0];
-	return (pid_t)pid;
+	return pid;
 }
 
 /* Close every descriptor from 3 up but the @n in @keep (sorted, all above 2). */
