@@ -5,9 +5,9 @@
  * pids controllers, and the v1 hierarchies beside it) or legacy. Each
  * limit goes where the host has its controller: cgroup2 when the
  * launcher's cgroup delegates it, else the v1 hierarchy. A cgroup2 cgroup
- * is made even without controllers: it gives cgroup.kill and a
- * CLONE_INTO_CGROUP target. What cannot be applied is reported, never
- * pretended.
+ * is made only for a limit: stopping kills the pid namespace's init, which
+ * ends every process of the cage, with or without cgroup.kill. What cannot
+ * be applied is reported, never pretended.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,18 +26,35 @@
 
 static const char *const v1_names[_CG_V1_MAX] = { "memory", "pids", "cpu" };
 
-/* This process's path in a hierarchy: "0::" for cgroup2, or a v1 controller. */
+static void
+own_free(char *own[_CG_V1_MAX + 1])
+{
+	for (int i = 0; i <= _CG_V1_MAX; i++) {
+		free(own[i]);
+		own[i] = NULL;
+	}
+}
+
+/*
+ * This process's path in cgroup2 ("0::PATH", into @own[_CG_V1_MAX]) and in
+ * each v1 hierarchy of a controller we use (@own[CG_V1_*]; "cpu,cpuacct"
+ * lists several): "" for a root, NULL where the host has none. One read of
+ * /proc/self/cgroup for the whole start.
+ */
 static int
-own_path(const char *controller, char *buf, size_t size)
+own_paths(char *own[_CG_V1_MAX + 1])
 {
 	char line[4096];
 	FILE *f = fopen("/proc/self/cgroup", "re");
-	int r = -ENOENT;
+	int r = 0;
 
+	for (int i = 0; i <= _CG_V1_MAX; i++)
+		own[i] = NULL;
 	if (!f)
 		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *c1 = strchr(line, ':'), *c2, *nl;
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		char *c1 = strchr(line, ':'), *c2, *nl, *path;
+		char *tok, *save = NULL;
 
 		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
 			continue;
@@ -45,24 +62,26 @@ own_path(const char *controller, char *buf, size_t size)
 		nl = strchr(c2 + 1, '\n');
 		if (nl)
 			*nl = '\0';
-		if (controller) {
-			/* "cpu,cpuacct" lists several. */
-			char *tok, *save = NULL;
-			bool found = false;
-
-			for (tok = strtok_r(c1 + 1, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save))
-				found |= strcmp(tok, controller) == 0;
-			if (!found)
-				continue;
-		} else if (strcmp(line, "0") != 0 || c1[1] != '\0')
-			continue; /* cgroup2 is "0::PATH" */
-		r = snprintf(buf, size, "%s", strcmp(c2 + 1, "/") == 0 ? "" : c2 + 1) < (int)size
-			    ? 0
-			    : -ENAMETOOLONG;
-		break;
+		path = strcmp(c2 + 1, "/") == 0 ? "" : c2 + 1;
+		if (strlen(path) >= PATH_MAX / 2) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		if (strcmp(line, "0") == 0 && c1[1] == '\0') {
+			if (!own[_CG_V1_MAX] && !(own[_CG_V1_MAX] = strdup(path)))
+				r = -ENOMEM;
+			continue;
+		}
+		for (tok = strtok_r(c1 + 1, ",", &save); r == 0 && tok;
+		     tok = strtok_r(NULL, ",", &save))
+			for (int i = 0; i < _CG_V1_MAX; i++)
+				if (strcmp(tok, v1_names[i]) == 0 && !own[i] &&
+				    !(own[i] = strdup(path)))
+					r = -ENOMEM;
 	}
 	fclose(f);
+	if (r < 0)
+		own_free(own);
 	return r;
 }
 
@@ -121,16 +140,14 @@ file_has_word(const char *dir, const char *file, const char *word)
 	return false;
 }
 
-/* Make DIR/leaf under the launcher's own cgroup of a hierarchy mounted at @mnt. */
+/* Make MNT/OWN/leaf: beside the launcher's own cgroup of a hierarchy mounted at @mnt. */
 static int
-make_leaf(const char *mnt, const char *controller, const char *leaf, char **ret)
+make_leaf(const char *mnt, const char *own, const char *leaf, char **ret)
 {
-	char own[PATH_MAX], path[PATH_MAX];
-	int r;
+	char path[PATH_MAX];
 
-	r = own_path(controller, own, sizeof(own));
-	if (r < 0)
-		return r;
+	if (!own)
+		return -ENOENT;
 	if (snprintf(path, sizeof(path), "%s%s/%s", mnt, own, leaf) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
@@ -149,129 +166,147 @@ v2_root(void)
 	return NULL;
 }
 
-/* Whether a v2 cgroup can take @controller: its parent delegates it, or can be made to. */
-static bool
-v2_can(const char *path, const char *controller)
-{
-	char parent[PATH_MAX], plus[64];
-	char *slash;
+/* Each limit's CLIP_CAGE_MISSING_* bit and value, in CG_V1_* order. */
+static const unsigned limit_bits[_CG_V1_MAX] = { CLIP_CAGE_MISSING_MEMORY, CLIP_CAGE_MISSING_TASKS,
+						 CLIP_CAGE_MISSING_CPU };
 
-	if (file_has_word(path, "cgroup.controllers", controller))
+static uint64_t
+limit_of(const struct clip_cage_limits *l, int i)
+{
+	return i == CG_V1_MEMORY ? l->memory_max
+	       : i == CG_V1_PIDS ? l->tasks_max
+				 : l->cpu_quota_percent;
+}
+
+/*
+ * Whether the launcher's cgroup2 cgroup @parent gives its children
+ * @controller: delegated already, or offered and delegated now.
+ */
+static bool
+v2_delegates(const char *parent, const char *controller)
+{
+	char plus[64];
+
+	if (file_has_word(parent, "cgroup.subtree_control", controller))
 		return true;
-	snprintf(parent, sizeof(parent), "%s", path);
-	slash = strrchr(parent, '/');
-	if (!slash)
-		return false;
-	*slash = '\0';
 	if (!file_has_word(parent, "cgroup.controllers", controller))
 		return false;
 	snprintf(plus, sizeof(plus), "+%s", controller);
-	return write_file(parent, "cgroup.subtree_control", plus) == 0 &&
-	       file_has_word(path, "cgroup.controllers", controller);
+	return write_file(parent, "cgroup.subtree_control", plus) == 0;
 }
 
 static int
-apply_v2(struct cage_cgroups *cg, const struct clip_cage_limits *l, unsigned *done)
+v2_limit(const char *dir, int i, const struct clip_cage_limits *l)
 {
 	char v[64];
+	int r;
 
-	if (l->memory_max && v2_can(cg->v2, "memory")) {
+	switch (i) {
+	case CG_V1_MEMORY:
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory_max);
-		if (write_file(cg->v2, "memory.max", v) == 0) {
-			(void)write_file(cg->v2, "memory.swap.max", "0");
-			*done |= CLIP_CAGE_MISSING_MEMORY;
-		}
-	}
-	if (l->tasks_max && v2_can(cg->v2, "pids")) {
+		r = write_file(dir, "memory.max", v);
+		if (r == 0)
+			(void)write_file(dir, "memory.swap.max", "0");
+		return r;
+	case CG_V1_PIDS:
 		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->tasks_max);
-		if (write_file(cg->v2, "pids.max", v) == 0)
-			*done |= CLIP_CAGE_MISSING_TASKS;
-	}
-	if (l->cpu_quota_percent && v2_can(cg->v2, "cpu")) {
+		return write_file(dir, "pids.max", v);
+	default:
 		snprintf(v, sizeof(v), "%u 100000", l->cpu_quota_percent * 1000);
-		if (write_file(cg->v2, "cpu.max", v) == 0)
-			*done |= CLIP_CAGE_MISSING_CPU;
+		return write_file(dir, "cpu.max", v);
 	}
-	return 0;
 }
 
 static int
-apply_v1(struct cage_cgroups *cg, const char *leaf, const struct clip_cage_limits *l,
-	 unsigned *done)
+v1_limit(const char *dir, int i, const struct clip_cage_limits *l)
 {
-	static const unsigned bits[_CG_V1_MAX] = { CLIP_CAGE_MISSING_MEMORY,
-						   CLIP_CAGE_MISSING_TASKS, CLIP_CAGE_MISSING_CPU };
-	const uint64_t want[_CG_V1_MAX] = { l->memory_max, l->tasks_max, l->cpu_quota_percent };
-	char mnt[64], v[64];
+	char v[64];
+	int r;
 
-	for (int i = 0; i < _CG_V1_MAX; i++) {
-		int r = 0;
-
-		if (!want[i] || (*done & bits[i]))
-			continue;
-		snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/%s", v1_names[i]);
-		if (!is_fs(mnt, CGROUP_SUPER_MAGIC))
-			continue;
-		if (make_leaf(mnt, v1_names[i], leaf, &cg->v1[i]) < 0)
-			continue;
-		switch (i) {
-		case CG_V1_MEMORY:
-			snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory_max);
-			r = write_file(cg->v1[i], "memory.limit_in_bytes", v);
-			/* Swap counted too, where the kernel accounts it. */
-			if (r == 0)
-				(void)write_file(cg->v1[i], "memory.memsw.limit_in_bytes", v);
-			break;
-		case CG_V1_PIDS:
-			snprintf(v, sizeof(v), "%llu", (unsigned long long)l->tasks_max);
-			r = write_file(cg->v1[i], "pids.max", v);
-			break;
-		case CG_V1_CPU:
-			r = write_file(cg->v1[i], "cpu.cfs_period_us", "100000");
-			snprintf(v, sizeof(v), "%u", l->cpu_quota_percent * 1000);
-			if (r == 0)
-				r = write_file(cg->v1[i], "cpu.cfs_quota_us", v);
-			break;
-		}
+	switch (i) {
+	case CG_V1_MEMORY:
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory_max);
+		r = write_file(dir, "memory.limit_in_bytes", v);
+		/* Swap counted too, where the kernel accounts it. */
 		if (r == 0)
-			*done |= bits[i];
+			(void)write_file(dir, "memory.memsw.limit_in_bytes", v);
+		return r;
+	case CG_V1_PIDS:
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->tasks_max);
+		return write_file(dir, "pids.max", v);
+	default:
+		r = write_file(dir, "cpu.cfs_period_us", "100000");
+		snprintf(v, sizeof(v), "%u", l->cpu_quota_percent * 1000);
+		return r < 0 ? r : write_file(dir, "cpu.cfs_quota_us", v);
 	}
-	return 0;
 }
 
-unsigned
-cage_cgroups_create(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
-		    const struct clip_cage_limits *l)
+void
+cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
+		       const struct clip_cage_limits *l)
 {
-	unsigned wanted = 0, done = 0;
 	const char *root = v2_root();
+	char parent[PATH_MAX];
+	unsigned take = 0;
+	int r;
 
 	*cg = (struct cage_cgroups){ .v2_fd = -1 };
-	if (l->memory_max)
-		wanted |= CLIP_CAGE_MISSING_MEMORY;
-	if (l->tasks_max)
-		wanted |= CLIP_CAGE_MISSING_TASKS;
-	if (l->cpu_quota_percent)
-		wanted |= CLIP_CAGE_MISSING_CPU;
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if (limit_of(l, i))
+			cg->wanted |= limit_bits[i];
 	/*
 	 * No limit, no cgroup: stopping kills the pid namespace's init anyway,
 	 * and the cgroup namespace already roots the cage at our cgroup.
 	 */
-	if (!wanted)
-		return 0;
+	if (!cg->wanted)
+		return;
+	r = own_paths(cg->own);
+	if (r < 0) {
+		log_warning(ctx, "cannot read this process's cgroups: %s", strerror(-r));
+		return;
+	}
+	if (!root || !cg->own[_CG_V1_MAX] ||
+	    snprintf(parent, sizeof(parent), "%s%s", root, cg->own[_CG_V1_MAX]) >=
+		    (int)sizeof(parent))
+		return;
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if ((cg->wanted & limit_bits[i]) && v2_delegates(parent, v1_names[i]))
+			take |= 1u << i;
+	if (!take || make_leaf(root, cg->own[_CG_V1_MAX], leaf, &cg->v2) < 0)
+		return;
+	cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if ((take & (1u << i)) && v2_limit(cg->v2, i, l) == 0)
+			cg->done |= limit_bits[i];
+}
 
-	if (root && make_leaf(root, NULL, leaf, &cg->v2) == 0) {
-		cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		apply_v2(cg, l, &done);
-	} else
-		log_info(ctx, "no cgroup2 cgroup for the cage: stopping kills its pid namespace");
-	apply_v1(cg, leaf, l, &done);
-	if (wanted & ~done)
+unsigned
+cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
+		       const struct clip_cage_limits *l)
+{
+	unsigned missing;
+	bool any = cg->v2 != NULL;
+	char mnt[64];
+
+	for (int i = 0; i < _CG_V1_MAX; i++) {
+		if (!(cg->wanted & limit_bits[i]) || (cg->done & limit_bits[i]) || !cg->own[i])
+			continue;
+		snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/%s", v1_names[i]);
+		if (!is_fs(mnt, CGROUP_SUPER_MAGIC) ||
+		    make_leaf(mnt, cg->own[i], leaf, &cg->v1[i]) < 0)
+			continue;
+		any = true;
+		if (v1_limit(cg->v1[i], i, l) == 0)
+			cg->done |= limit_bits[i];
+	}
+	own_free(cg->own);
+	missing = cg->wanted & ~cg->done;
+	if (missing)
 		log_warning(ctx, "cage limits not applied on this host:%s%s%s",
-			    (wanted & ~done & CLIP_CAGE_MISSING_MEMORY) ? " memory" : "",
-			    (wanted & ~done & CLIP_CAGE_MISSING_TASKS) ? " tasks" : "",
-			    (wanted & ~done & CLIP_CAGE_MISSING_CPU) ? " cpu" : "");
-	return (wanted & ~done) | (cg->v2 ? 0 : CLIP_CAGE_MISSING_CGROUP);
+			    (missing & CLIP_CAGE_MISSING_MEMORY) ? " memory" : "",
+			    (missing & CLIP_CAGE_MISSING_TASKS) ? " tasks" : "",
+			    (missing & CLIP_CAGE_MISSING_CPU) ? " cpu" : "");
+	return missing | (cg->wanted && !any ? CLIP_CAGE_MISSING_CGROUP : 0);
 }
 
 /*
@@ -360,6 +395,7 @@ cage_cgroups_kill(const struct cage_cgroups *cg)
 void
 cage_cgroups_destroy(struct cage_cgroups *cg)
 {
+	own_free(cg->own);
 	if (cg->v2_fd >= 0)
 		close(cg->v2_fd);
 	cg->v2_fd = -1;
@@ -378,6 +414,7 @@ cage_cgroups_destroy(struct cage_cgroups *cg)
 void
 cage_cgroups_forget(struct cage_cgroups *cg)
 {
+	own_free(cg->own);
 	if (cg->v2_fd >= 0)
 		close(cg->v2_fd);
 	cg->v2_fd = -1;

@@ -20,14 +20,23 @@ struct cage_cgroups {
 	char *v2; /* the cage's cgroup2 directory, or NULL */
 	int v2_fd;
 	char *v1[_CG_V1_MAX]; /* v1 directories used for a limit, or NULL */
+	/* While being made: */
+	unsigned wanted, done; /* CLIP_CAGE_MISSING_* bits of the limits, and of those applied */
+	char *own[_CG_V1_MAX + 1]; /* the launcher's own cgroups: v1 (CG_V1_*), then cgroup2 */
 };
 
 /*
- * Make the cgroups named @leaf beside the launcher's own and apply the
- * limits. Returns the CLIP_CAGE_MISSING_* flags of what could not be done.
+ * The cgroups named @leaf beside the launcher's own, made in two steps so
+ * that most of the work overlaps the init's set-up (doc/cage.md): before
+ * the init exists, the cgroup2 cgroup, only if cgroup2 takes one of the
+ * limits (the init is cloned into it); after, the v1 cgroups for the
+ * other limits, which the init joins itself. The second step returns the
+ * CLIP_CAGE_MISSING_* flags of what could not be done.
  */
-unsigned cage_cgroups_create(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
-			     const struct clip_cage_limits *limits);
+void cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
+			    const struct clip_cage_limits *limits);
+unsigned cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
+				const struct clip_cage_limits *limits);
 
 /* The v1 "tasks" files, opened for the init to move itself (-1 where none); and closed. */
 int cage_cgroups_open_tasks(const struct cage_cgroups *cg, int fds[_CG_V1_MAX]);

@@ -786,6 +786,42 @@ close_all_but(const int *keep, size_t n)
 	return close_range(from, ~0u, 0);
 }
 
+/*
+ * The v1 cgroups, which the parent made while we set up: it sends "c" with
+ * their "tasks" files (none without v1 limits), and we move ourselves.
+ */
+static void
+cgroups_join(int sock, int fail_fd)
+{
+	int fds[_CG_V1_MAX] = { -1, -1, -1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(fds))];
+	} u;
+	char c = 0;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	size_t n = 0;
+	ssize_t r;
+
+	do
+		r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (r < 0 && errno == EINTR);
+	cm = r == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
+	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+	if (r != 1 || c != 'c' || (mh.msg_flags & MSG_CTRUNC) || n > _CG_V1_MAX)
+		cage_child_fail(fail_fd, STEP_CGROUP, EPROTO);
+	memcpy(fds, CMSG_DATA(cm), n * sizeof(int));
+	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(fds));
+	for (size_t i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 /* MSG_READY, with the first process's pidfd if there is one. */
 static int
 send_ready(int sock, int pidfd)
@@ -834,17 +870,14 @@ cage_init_main(const struct cage_init_args *a)
 	if (go != 'g')
 		_exit(1);
 	(void)prctl(PR_SET_NAME, "clip-cage-init", 0, 0, 0);
-	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
-	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(a->cg_tasks));
-	for (int i = 0; i < _CG_V1_MAX; i++)
-		if (a->cg_tasks[i] >= 0)
-			close(a->cg_tasks[i]);
-	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));
 	CHECK(STEP_IDS, ids_set(0, 0, a->rootless));
 	CHECK(STEP_HOSTNAME, sethostname(p->name, strlen(p->name)));
 	if (a->netns)
 		CHECK(STEP_NETWORK, network_setup(p));
 	mounts_setup(p, fail_fd);
+	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
+	cgroups_join(sock, fail_fd);
+	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));
 	if (a->first)
 		first = first_fork(a->first, &first_pidfd, &first_err, fail_fd);
 

@@ -67,7 +67,12 @@ struct cage_exec_args;
 
 struct cage_init_args {
 	const struct clip_cage_profile *profile;
-	int sock; /* to the parent: a "go" byte in, cage_msg out */
+	/*
+	 * To the parent: a "go" byte in, then "c" with the v1 cgroups'
+	 * "tasks" files, which init writes to move itself (cage-cgroup.c);
+	 * cage_msg out.
+	 */
+	int sock;
 	bool rootless;
 	bool veth;
 	bool netns; /* false only in a test-hooks build, see cage.c */
@@ -79,8 +84,6 @@ struct cage_init_args {
 	 * status as MSG_EXIT when init reaps it.
 	 */
 	const struct cage_exec_args *first;
-	/* The v1 cgroups' "tasks" files, opened by the parent: init moves itself (cage-cgroup.c). */
-	int cg_tasks[_CG_V1_MAX];
 };
 
 _Noreturn void cage_init_main(const struct cage_init_args *a);

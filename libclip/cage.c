@@ -415,9 +415,35 @@ child_report(int fd, bool rootless, const char *what, int *ret_fd, struct clip_e
 			  cage_step_names[m.step], strerror_r(m.error, buf, sizeof(buf)));
 }
 
+/* "c" with the v1 cgroups' "tasks" files that are open (cage-child.c, cgroups_join()). */
+static int
+send_tasks(int sock, const int fds[_CG_V1_MAX])
+{
+	char byte = 'c';
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(_CG_V1_MAX * sizeof(int))];
+	} u = { 0 };
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	size_t k = 0;
+
+	for (size_t i = 0; i < _CG_V1_MAX; i++)
+		if (fds[i] >= 0)
+			memcpy(CMSG_DATA(&u.h) + k++ * sizeof(int), &fds[i], sizeof(int));
+	if (k > 0) {
+		mh.msg_control = u.buf;
+		mh.msg_controllen = CMSG_SPACE(k * sizeof(int));
+		u.h.cmsg_level = SOL_SOCKET;
+		u.h.cmsg_type = SCM_RIGHTS;
+		u.h.cmsg_len = CMSG_LEN(k * sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
+
 static int
 cage_clone(struct clip_cage *c, int sock, int other, bool registered,
-	   const struct cage_exec_args *first, const int tasks[_CG_V1_MAX], bool *into_cgroup)
+	   const struct cage_exec_args *first, bool *into_cgroup)
 {
 	struct cage_init_args args = {
 		.profile = c->profile,
@@ -429,8 +455,6 @@ cage_clone(struct clip_cage *c, int sock, int other, bool registered,
 		.landlock_abi = c->landlock_abi,
 		.first = first,
 	};
-
-	memcpy(args.cg_tasks, tasks, sizeof(args.cg_tasks));
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD | CAGE_NS_FLAGS,
 		.pidfd = (uint64_t)(uintptr_t)&c->pidfd,
@@ -551,23 +575,14 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 
 	snprintf(leaf, sizeof(leaf), "clip-%s-%d-%u", p->name, (int)getpid(),
 		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-	c->missing |= cage_cgroups_create(c->ctx, &c->cg, leaf, &p->limits);
-	r = cage_cgroups_open_tasks(&c->cg, tasks);
-	if (r < 0) {
-		cage_cgroups_close_tasks(tasks);
-		cage_cgroups_destroy(&c->cg);
-		return error_set_errno(reterr, r, "cannot open the cage's cgroups");
-	}
+	cage_cgroups_create_v2(c->ctx, &c->cg, leaf, &p->limits);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		cage_cgroups_close_tasks(tasks);
 		cage_cgroups_destroy(&c->cg);
 		return error_set_errno(reterr, -errno, "socketpair");
 	}
 	sock = sv[0];
-	pid = cage_clone(c, sv[1], sv[0], flags & CLIP_CAGE_START_REGISTER, first, tasks,
-			 &into_cgroup);
+	pid = cage_clone(c, sv[1], sv[0], flags & CLIP_CAGE_START_REGISTER, first, &into_cgroup);
 	close(sv[1]);
-	cage_cgroups_close_tasks(tasks);
 	if (pid < 0) {
 		cage_cgroups_destroy(&c->cg);
 		if (pid == -EPERM || pid == -ENOSPC || pid == -EUSERS)
@@ -594,6 +609,16 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	/* MSG_NOSIGNAL: a child that died early must not kill the launcher with SIGPIPE. */
 	if (r >= 0 && send(sock, "g", 1, MSG_NOSIGNAL) != 1)
 		r = error_set_errno(reterr, -EIO, "cannot wake the cage's init");
+	/* The v1 cgroups while the init sets up; it joins them once done. */
+	if (r >= 0) {
+		c->missing |= cage_cgroups_create_v1(c->ctx, &c->cg, leaf, &p->limits);
+		r = cage_cgroups_open_tasks(&c->cg, tasks);
+		if (r < 0)
+			error_set_errno(reterr, r, "cannot open the cage's cgroups");
+		else if (send_tasks(sock, tasks) < 0)
+			r = error_set_errno(reterr, -EIO, "cannot send the cage's cgroups");
+		cage_cgroups_close_tasks(tasks);
+	}
 	if (r >= 0)
 		r = child_report(sock, c->rootless, p->name, first ? &first_pidfd : NULL, reterr);
 	if (r < 0) {
