@@ -486,7 +486,7 @@ landlock_rule(int ruleset, const char *path, uint64_t access, uint64_t handled)
  * cage may write, never execute there.
  */
 static int
-landlock_apply(const struct clip_cage_profile *p, int abi)
+landlock_ruleset(const struct clip_cage_profile *p, int abi)
 {
 	const uint64_t read = LL_FS_READ_FILE | LL_FS_READ_DIR;
 	const uint64_t write = read | LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE |
@@ -539,21 +539,50 @@ landlock_apply(const struct clip_cage_profile *p, int abi)
 		if (p->mounts[i].rw)
 			r = landlock_rule(ruleset, p->mounts[i].target, write,
 					  attr.handled_access_fs);
-	if (r == 0)
-		r = (int)syscall(__NR_landlock_restrict_self, ruleset, 0);
+	if (r < 0) {
+		close(ruleset);
+		return -1;
+	}
+	return ruleset;
+}
+
+/* A Landlock domain from @ruleset: a new one, or one nested in the caller's. */
+static int
+landlock_restrict(int ruleset)
+{
+	return (int)syscall(__NR_landlock_restrict_self, ruleset, 0);
+}
+
+static int
+landlock_apply(const struct clip_cage_profile *p, int abi)
+{
+	int ruleset = landlock_ruleset(p, abi), r;
+
+	if (ruleset < 0)
+		return -1;
+	r = landlock_restrict(ruleset);
 	close(ruleset);
 	return r;
 }
 
 static int
-seccomp_load(const struct clip_cage_profile *p)
+seccomp_load(struct sock_fprog prog)
 {
-	struct sock_fprog prog = {
-		.len = (unsigned short)p->bpf_len,
-		.filter = p->bpf,
-	};
-
+	if (!prog.filter) {
+		errno = EINVAL;
+		return -1;
+	}
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+}
+
+/* The profile's additions (cage-seccomp.c), stacked on the default filter; last, before execve(). */
+static int
+seccomp_additions(const struct clip_cage_profile *p)
+{
+	if (!p->bpf)
+		return 0;
+	return seccomp_load(
+		(struct sock_fprog){ .len = (unsigned short)p->bpf_len, .filter = p->bpf });
 }
 
 /*
@@ -678,10 +707,16 @@ cage_exec_main(const struct cage_exec_args *a)
 	securebits_set(a->profile->wx, fail_fd, test);
 	CHECK(STEP_IDS, ids_set(a->uid, a->gid, a->rootless));
 	restrict_process(a->profile->caps, fail_fd, test);
-	if (a->landlock_abi > 0 && !test_disabled(test, "landlock"))
+	/* From init: a domain nested in init's, so that we cannot reach init (ptrace scoping). */
+	if (a->landlock_ruleset >= 0)
+		CHECK(STEP_LANDLOCK, landlock_restrict(a->landlock_ruleset));
+	else if (a->landlock_abi > 0 && !test_disabled(test, "landlock"))
 		CHECK(STEP_LANDLOCK, landlock_apply(a->profile, a->landlock_abi));
-	if (!test_disabled(test, "seccomp"))
-		CHECK(STEP_SECCOMP, seccomp_load(a->profile));
+	if (!test_disabled(test, "seccomp")) {
+		if (!a->seccomp_inherited)
+			CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
+		CHECK(STEP_SECCOMP, seccomp_additions(a->profile));
+	}
 
 	if (strchr(a->argv[0], '/')) {
 		execve(a->argv[0], (char *const *)a->argv, (char *const *)envp);
@@ -754,7 +789,8 @@ init_loop(int sock, pid_t first)
  * children.
  */
 static pid_t
-first_fork(const struct cage_exec_args *first, int *ret_pidfd, int *ret_err, int fail_fd)
+first_fork(const struct cage_exec_args *first, int ruleset, bool seccomp, int *ret_pidfd,
+	   int *ret_err, int fail_fd)
 {
 	struct cage_exec_args args = *first;
 	int p[2];
@@ -762,6 +798,8 @@ first_fork(const struct cage_exec_args *first, int *ret_pidfd, int *ret_err, int
 
 	CHECK(STEP_FORK, pipe2(p, O_CLOEXEC));
 	args.err_fd = p[1];
+	args.landlock_ruleset = ruleset;
+	args.seccomp_inherited = seccomp;
 	pid = vfork();
 	if (pid == 0)
 		cage_exec_main(&args);
@@ -850,6 +888,11 @@ cage_init_main(const struct cage_init_args *a)
 {
 	const struct clip_cage_profile *p = a->profile;
 	int sock = a->sock, fail_fd, nullfd, first_pidfd = -1, first_err = -1;
+	/* A test-hooks build may switch Landlock or seccomp off for the first process (cage.c). */
+	const char *test = a->first ? a->first->test_disable : NULL;
+	const bool landlock_early = a->landlock_abi > 0 && !test_disabled(test, "landlock");
+	const bool seccomp_early = !test_disabled(test, "seccomp");
+	int ruleset = -1;
 	pid_t first = 0;
 	sigset_t set;
 	char go;
@@ -878,8 +921,25 @@ cage_init_main(const struct cage_init_args *a)
 	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
 	cgroups_join(sock, fail_fd);
 	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));
+	/*
+	 * Landlock and the default seccomp filter now, before the first
+	 * process: it inherits the filter and nests a domain of its own in
+	 * ours (so that it cannot reach us), instead of building both again
+	 * on its way to execve(). None of the calls left to either of us is
+	 * on the default deny-list; the profile's additions, which may deny
+	 * anything, come last.
+	 */
+	if (landlock_early) {
+		CHECK(STEP_LANDLOCK, ruleset = landlock_ruleset(p, a->landlock_abi));
+		CHECK(STEP_LANDLOCK, landlock_restrict(ruleset));
+	}
+	if (seccomp_early)
+		CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
 	if (a->first)
-		first = first_fork(a->first, &first_pidfd, &first_err, fail_fd);
+		first = first_fork(a->first, ruleset, seccomp_early, &first_pidfd, &first_err,
+				   fail_fd);
+	if (ruleset >= 0)
+		close(ruleset);
 
 	CHECK(STEP_SESSION, setsid());
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -912,9 +972,11 @@ cage_init_main(const struct cage_init_args *a)
 		CHECK(STEP_CAPABILITIES, prctl(PR_SET_DUMPABLE, 0, 0, 0, 0));
 	securebits_set(false, fail_fd, NULL);
 	restrict_process(0, fail_fd, NULL);
-	if (a->landlock_abi > 0)
+	if (a->landlock_abi > 0 && !landlock_early)
 		CHECK(STEP_LANDLOCK, landlock_apply(p, a->landlock_abi));
-	CHECK(STEP_SECCOMP, seccomp_load(p));
+	if (!seccomp_early)
+		CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
+	CHECK(STEP_SECCOMP, seccomp_additions(p));
 	/*
 	 * An unregistered cage has no one else to stop it. Set last: changing
 	 * ids or capabilities clears it. The parent is waiting for "ready" and

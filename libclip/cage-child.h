@@ -101,6 +101,9 @@ struct cage_exec_args {
 	int err_fd; /* cage_msg on failure; closed by a successful execve() */
 	int cgroupns_fd; /* a cgroup namespace to enter first, or -1 */
 	int landlock_abi;
+	/* Started by init (first_fork()): its Landlock ruleset to nest a domain with, or -1 */
+	int landlock_ruleset;
+	bool seccomp_inherited; /* and the default seccomp filter it loaded */
 	const char *test_disable;
 };
 

@@ -48,7 +48,7 @@ struct clip_cage_profile {
 	bool wx;
 	bool measure; /* Measure=yes: the start extends the TPM's measurement PCR */
 
-	/* The compiled seccomp filter, made once per profile (cage-seccomp.c). */
+	/* The compiled seccomp filter of the additions, made once per profile, or NULL (cage-seccomp.c). */
 	struct sock_filter *bpf;
 	size_t bpf_len;
 };
@@ -62,8 +62,14 @@ uint32_t cage_profile_uid_base(const struct clip_cage_profile *p);
 void cage_profile_sorted_mounts(const struct clip_cage_profile *p,
 				const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX]);
 
-/* Compile (first call) the profile's seccomp filter into p->bpf. */
+/*
+ * Compile (first call) the default seccomp filter, and the profile's
+ * additions into p->bpf (left NULL without any).
+ */
 int cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr);
+
+/* The default filter, once cage_seccomp_compile() succeeded; lock-free, for the cage's processes. */
+struct sock_fprog cage_seccomp_default(void);
 
 /* Whether a syscall name/number is in the default deny-list (for tests). */
 bool cage_seccomp_is_default_denied(int nr);

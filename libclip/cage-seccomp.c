@@ -1,13 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The cage's seccomp filter: a deny-list (EPERM) of the calls that reach
- * the kernel's most exposed parts or undo the isolation, plus the
- * profile's additions. Compiled with libseccomp once per profile and kept
- * as classic BPF, so that starting a cage or a process only loads it
- * (filter compilation dominated crun's start-up time).
+ * The cage's seccomp filters: a default deny-list (EPERM) of the calls
+ * that reach the kernel's most exposed parts or undo the isolation, and
+ * the profile's additions as a second filter, stacked on the first (the
+ * kernel runs both; either refuses). Two, not one, so that the init can
+ * load the default one before it starts the first process, which inherits
+ * it: none of the set-up calls left is on the deny-list, whereas a
+ * profile may deny anything, so its additions come last, just before
+ * execve(). Compiled with libseccomp once (the default, per process; the
+ * additions, per profile) and kept as classic BPF, so that starting a
+ * cage or a process only loads them (filter compilation dominated crun's
+ * start-up time).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +111,7 @@ cage_seccomp_is_default_denied(int nr)
 }
 
 static int
-filter_build(scmp_filter_ctx f, const struct clip_cage_profile *p)
+default_build(scmp_filter_ctx f)
 {
 	const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
 	int r;
@@ -116,11 +123,6 @@ filter_build(scmp_filter_ctx f, const struct clip_cage_profile *p)
 			continue;
 		r = seccomp_rule_add(f, eperm, nr, 0);
 		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; i < p->n_syscalls; i++) {
-		r = seccomp_rule_add(f, eperm, p->syscalls[i], 0);
-		if (r < 0 && r != -EEXIST)
 			return r;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(ns_flags); i++) {
@@ -147,6 +149,18 @@ filter_build(scmp_filter_ctx f, const struct clip_cage_profile *p)
 		return r;
 	return seccomp_rule_add(f, eperm, SCMP_SYS(ioctl), 1,
 				SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
+}
+
+static int
+additions_build(scmp_filter_ctx f, const struct clip_cage_profile *p)
+{
+	for (size_t i = 0; i < p->n_syscalls; i++) {
+		int r = seccomp_rule_add(f, SCMP_ACT_ERRNO(EPERM), p->syscalls[i], 0);
+
+		if (r < 0 && r != -EEXIST)
+			return r;
+	}
+	return 0;
 }
 
 static int
@@ -180,25 +194,68 @@ filter_export(scmp_filter_ctx f, struct sock_filter **ret, size_t *ret_len)
 	return 0;
 }
 
-int
-cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr)
+/* A filter built by @build (with @p) into classic BPF. */
+static int
+compile(int (*build)(scmp_filter_ctx f, const struct clip_cage_profile *p),
+	const struct clip_cage_profile *p, struct sock_filter **ret, size_t *ret_len)
 {
-	scmp_filter_ctx f;
+	scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
 	int r;
 
-	if (p->bpf)
-		return 0;
-	f = seccomp_init(SCMP_ACT_ALLOW);
 	if (!f)
 		return -ENOMEM;
 	/* no_new_privs is set by the cage itself, in its order. */
 	r = seccomp_attr_set(f, SCMP_FLTATR_CTL_NNP, 0);
 	if (r >= 0)
-		r = filter_build(f, p);
+		r = build(f, p);
 	if (r >= 0)
-		r = filter_export(f, &p->bpf, &p->bpf_len);
+		r = filter_export(f, ret, ret_len);
 	seccomp_release(f);
+	return r;
+}
+
+static int
+default_build_for(scmp_filter_ctx f, const struct clip_cage_profile *p)
+{
+	(void)p;
+	return default_build(f);
+}
+
+/*
+ * The default filter, compiled once per process (cages start from worker
+ * threads too) and never freed: published with a release store, so that
+ * the cage's processes, cloned from a launcher whose other threads may
+ * hold any lock, read it without one.
+ */
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sock_filter *default_bpf;
+static size_t default_len;
+
+int
+cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&default_lock);
+	if (!default_bpf) {
+		struct sock_filter *bpf = NULL;
+
+		r = compile(default_build_for, NULL, &bpf, &default_len);
+		if (r >= 0)
+			__atomic_store_n(&default_bpf, bpf, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&default_lock);
+	if (r >= 0 && !p->bpf && p->n_syscalls > 0)
+		r = compile(additions_build, p, &p->bpf, &p->bpf_len);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot compile the seccomp filter");
 	return 0;
+}
+
+struct sock_fprog
+cage_seccomp_default(void)
+{
+	struct sock_filter *bpf = __atomic_load_n(&default_bpf, __ATOMIC_ACQUIRE);
+
+	return (struct sock_fprog){ .len = bpf ? (unsigned short)default_len : 0, .filter = bpf };
 }

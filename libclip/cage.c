@@ -966,6 +966,7 @@ spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		.err_fd = -1,
 		.cgroupns_fd = -1,
 		.landlock_abi = c->landlock_abi,
+		.landlock_ruleset = -1,
 		.test_disable = test_disable(),
 	};
 	return 0;

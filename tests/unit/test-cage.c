@@ -391,17 +391,30 @@ Test(cage_builder, refusals)
 static int
 seccomp_checks(void)
 {
-	struct clip_cage_profile *p = NULL;
+	struct clip_cage_profile *p = NULL, *none = NULL;
 	struct sock_filter *first;
+	struct sock_fprog def;
 	const char text[] = H "[Security]\nSystemCallFilter=~chmod\n";
 
-	if (clip_cage_profile_parse(&p, "t", text, strlen(text), NULL) < 0)
+	if (clip_cage_profile_parse(&p, "t", text, strlen(text), NULL) < 0 ||
+	    clip_cage_profile_parse(&none, "t", H, strlen(H), NULL) < 0)
 		return 10;
-	if (cage_seccomp_compile(p, NULL) < 0 || !p->bpf || p->bpf_len <= 10)
+	if (cage_seccomp_default().filter)
+		return 15; /* before any compilation */
+	if (cage_seccomp_compile(p, NULL) < 0 || !p->bpf || p->bpf_len < 4)
 		return 11;
+	def = cage_seccomp_default();
+	/* The default list is long; the additions, one rule, much shorter. */
+	if (!def.filter || def.len <= 50 || p->bpf_len >= def.len)
+		return 16;
 	first = p->bpf;
-	if (cage_seccomp_compile(p, NULL) < 0 || p->bpf != first)
+	if (cage_seccomp_compile(p, NULL) < 0 || p->bpf != first ||
+	    cage_seccomp_default().filter != def.filter)
 		return 12; /* compiled twice */
+	/* No additions, no second filter. */
+	if (cage_seccomp_compile(none, NULL) < 0 || none->bpf)
+		return 17;
+	clip_cage_profile_unref(none);
 	if (!cage_seccomp_is_default_denied(SCMP_SYS(mount)) ||
 	    !cage_seccomp_is_default_denied(SCMP_SYS(bpf)) ||
 	    !cage_seccomp_is_default_denied(SCMP_SYS(open_by_handle_at)) ||
@@ -687,6 +700,66 @@ Test(cage_life, start_spawn_refusals_leave_no_cage)
 	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW);
 	clip_cage_unref(c);
 	clip_cage_profile_unref(p);
+	clip_ctx_unref(ctx);
+}
+
+/* The line of /proc/@pid/status that starts with @key, without its newline; "" if none. */
+static void
+status_line(pid_t pid, const char *key, char *buf, size_t size)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	cr_assert(f, "%s", path);
+	buf[0] = '\0';
+	while (fgets(buf, (int)size, f))
+		if (strncmp(buf, key, strlen(key)) == 0)
+			break;
+	if (strncmp(buf, key, strlen(key)) != 0)
+		buf[0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	fclose(f);
+}
+
+/*
+ * The default filter and the profile's additions hold for the first
+ * process (which inherits the default filter from init and loads the
+ * additions last), for a process spawned from outside (which loads both),
+ * and for init itself.
+ */
+Test(cage_life, both_seccomp_filters_hold_everywhere)
+{
+	const char *profile = H "[Security]\nSystemCallFilter=~fchmodat chmod\n";
+	const char *script = "touch /tmp/f && ! chmod 600 /tmp/f 2>/dev/null &&"
+			     " ! unshare -U true 2>/dev/null &&"
+			     " grep -q '^Seccomp_filters:.2$' /proc/self/status";
+	struct clip_ctx *ctx = NULL;
+	int status = -1, pidfd, *pids = NULL;
+	char line[128];
+	struct clip_cage *c;
+	size_t n = 0;
+
+	c = started_with(&ctx, profile, script, NULL, 0, &pidfd);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 0, "the first process: chmod and a user namespace refused");
+	close(pidfd);
+	pidfd = spawn(c, script);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 0, "a spawned process: the same");
+	close(pidfd);
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	cr_assert_geq(n, 1);
+	status_line(pids[0], "Seccomp_filters:", line, sizeof(line));
+	cr_assert_str_eq(line, "Seccomp_filters:\t2", "init: %s", line);
+	status_line(pids[0], "NoNewPrivs:", line, sizeof(line));
+	cr_assert_str_eq(line, "NoNewPrivs:\t1");
+	status_line(pids[0], "CapEff:", line, sizeof(line));
+	cr_assert_str_eq(line, "CapEff:\t0000000000000000");
+	free(pids);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
 }
 
