@@ -116,26 +116,33 @@ write_file(const char *dir, const char *file, const char *value)
 	return 0;
 }
 
-static bool
-file_has_word(const char *dir, const char *file, const char *word)
+/* A short file's text ("" when it cannot be read). */
+static void
+read_words(const char *dir, const char *file, char buf[1024])
 {
-	char path[PATH_MAX], buf[1024];
-	char *tok, *save = NULL;
-	ssize_t n;
+	char path[PATH_MAX];
+	ssize_t n = -1;
 	int fd;
 
+	buf[0] = '\0';
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
-		return false;
+		return;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
+		return;
+	n = read(fd, buf, 1023);
 	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	for (tok = strtok_r(buf, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
-		if (strcmp(tok, word) == 0)
+	buf[n > 0 ? n : 0] = '\0';
+}
+
+/* Whether @word is one of the space-separated words of @text. */
+static bool
+has_word(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *t = text; (t = strstr(t, word)); t += n)
+		if ((t == text || t[-1] == ' ') && (t[n] == ' ' || t[n] == '\n' || t[n] == '\0'))
 			return true;
 	return false;
 }
@@ -179,18 +186,17 @@ limit_of(const struct clip_cage_limits *l, int i)
 }
 
 /*
- * Whether the launcher's cgroup2 cgroup @parent gives its children
- * @controller: delegated already, or offered and delegated now.
+ * Whether the launcher's cgroup2 cgroup @parent, which offers @controller,
+ * gives it to its children: delegated already, or delegated now.
  */
 static bool
 v2_delegates(const char *parent, const char *controller)
 {
-	char plus[64];
+	char plus[64], words[1024];
 
-	if (file_has_word(parent, "cgroup.subtree_control", controller))
+	read_words(parent, "cgroup.subtree_control", words);
+	if (has_word(words, controller))
 		return true;
-	if (!file_has_word(parent, "cgroup.controllers", controller))
-		return false;
 	snprintf(plus, sizeof(plus), "+%s", controller);
 	return write_file(parent, "cgroup.subtree_control", plus) == 0;
 }
@@ -245,8 +251,8 @@ void
 cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
 		       const struct clip_cage_limits *l)
 {
-	const char *root = v2_root();
-	char parent[PATH_MAX];
+	const char *root;
+	char parent[PATH_MAX], offered[1024];
 	unsigned take = 0;
 	int r;
 
@@ -265,12 +271,16 @@ cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 		log_warning(ctx, "cannot read this process's cgroups: %s", strerror(-r));
 		return;
 	}
+	root = v2_root();
 	if (!root || !cg->own[_CG_V1_MAX] ||
 	    snprintf(parent, sizeof(parent), "%s%s", root, cg->own[_CG_V1_MAX]) >=
 		    (int)sizeof(parent))
 		return;
+	/* One read where cgroup2 offers nothing (a hybrid host). */
+	read_words(parent, "cgroup.controllers", offered);
 	for (int i = 0; i < _CG_V1_MAX; i++)
-		if ((cg->wanted & limit_bits[i]) && v2_delegates(parent, v1_names[i]))
+		if ((cg->wanted & limit_bits[i]) && has_word(offered, v1_names[i]) &&
+		    v2_delegates(parent, v1_names[i]))
 			take |= 1u << i;
 	if (!take || make_leaf(root, cg->own[_CG_V1_MAX], leaf, &cg->v2) < 0)
 		return;
