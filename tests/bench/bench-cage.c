@@ -40,7 +40,7 @@
 
 extern char **environ;
 
-static int runs = 7, iterations = 20;
+static int runs = 15, iterations = 20;
 
 /* Milliseconds per call of @fn over one batch of iterations; -1 on failure. */
 static double
@@ -282,14 +282,30 @@ crun_stop(struct crun *c)
 }
 
 static void
-row(const char *name, double ms, double floor)
+row(const char *name, double ms, double floor, double paired)
 {
 	if (ms < 0)
 		printf("%-58s %10s\n", name, "n/a");
 	else if (floor > 0)
-		printf("%-58s %10.3f %8.2fx\n", name, ms, ms / floor);
+		printf("%-58s %10.3f %8.2fx %8.2fx\n", name, ms, ms / floor, paired);
 	else
 		printf("%-58s %10.3f\n", name, ms);
+}
+
+/*
+ * The median, over the runs, of @s's time divided by the floor's in the
+ * same run: the two were measured one right after the other, so a machine
+ * that slows down or speeds up between runs (a shared virtual machine)
+ * moves both alike.
+ */
+static double
+paired_ratio(const struct subject *s, const struct subject *floor)
+{
+	double r[64];
+
+	for (int i = 0; i < runs; i++)
+		r[i] = s->per[i] / floor->per[i];
+	return median(r, runs);
 }
 
 /* The idle cage's init: PSS and RSS in KiB. */
@@ -416,8 +432,9 @@ main(int argc, char **argv)
 	if (!mkdtemp(dir))
 		return 1;
 
-	printf("# start-to-exit of /bin/true: median of %d runs of %d, in turns; ms (ratio to "
-	       "unshare)\n",
+	printf("# start-to-exit of /bin/true: median of %d runs of %d, in turns; ms, ratio of the\n"
+	       "# medians to unshare's, and median of the ratios to unshare's time in the same "
+	       "run\n",
 	       runs, iterations);
 	{
 		struct crun cr = { .cmd = -1 };
@@ -448,14 +465,19 @@ main(int argc, char **argv)
 		};
 		size_t n = sizeof(s) / sizeof(s[0]);
 
-		s[3].failed = access(bwrap_argv[0], X_OK) < 0;
-		s[4].failed = crun_start(&cr, "/usr/bin/crun", dir) < 0;
+		double paired[sizeof(s) / sizeof(s[0])];
+
+		s[4].failed = access(bwrap_argv[0], X_OK) < 0;
+		s[5].failed = crun_start(&cr, "/usr/bin/crun", dir) < 0;
 		measure_all(s, n);
 		if (cr.cmd >= 0)
 			crun_stop(&cr);
+		/* Before median() sorts the times of each. */
+		for (size_t i = 0; i < n; i++)
+			paired[i] = s[0].failed || s[i].failed ? -1 : paired_ratio(&s[i], &s[0]);
 		floor = s[0].failed ? -1 : median(s[0].per, runs);
 		for (size_t i = 0; i < n; i++)
-			row(s[i].name, s[i].failed ? -1 : median(s[i].per, runs), floor);
+			row(s[i].name, s[i].failed ? -1 : median(s[i].per, runs), floor, paired[i]);
 		failed = s[1].failed;
 	}
 	if (failed) {
@@ -464,8 +486,8 @@ main(int argc, char **argv)
 		printf("# memory\n");
 		idle_memory(&d);
 		printf("# stopping a cage of 100 processes, ms\n");
-		row("SIGTERM, grace 1000 ms (they obey)", stop_many(&d, 100, 1000), 0);
-		row("SIGKILL at once", stop_many(&d, 100, 0), 0);
+		row("SIGTERM, grace 1000 ms (they obey)", stop_many(&d, 100, 1000), 0, 0);
+		row("SIGKILL at once", stop_many(&d, 100, 0), 0, 0);
 	}
 
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
