@@ -348,8 +348,13 @@ mount_proc(void)
 	return 0;
 }
 
+/*
+ * /dev: its own small tmpfs under a Root= tree; else a directory of the
+ * root tmpfs, which ends read-only too (one file system less to mount and
+ * to tear down).
+ */
 static int
-mount_dev(void)
+mount_dev(bool own)
 {
 	static const char *const links[][2] = {
 		{ "/proc/self/fd", "fd" },
@@ -359,7 +364,10 @@ mount_dev(void)
 	};
 	char path[PATH_MAX], host[64];
 
-	if (mount_tmpfs("/dev", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+	if (own &&
+	    mount_tmpfs("/dev", MS_NOSUID | MS_NOEXEC, "mode=0755,size=64k,nr_inodes=64") < 0)
+		return -1;
+	if (!own && mkdir(STAGING "/dev", 0755) < 0)
 		return -1;
 	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
 		int fd;
@@ -380,7 +388,7 @@ mount_dev(void)
 	}
 	if (mount_tmpfs("/dev/shm", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777") < 0)
 		return -1;
-	return set_attr(AT_FDCWD, STAGING "/dev", 0, MOUNT_ATTR_RDONLY);
+	return own ? set_attr(AT_FDCWD, STAGING "/dev", 0, MOUNT_ATTR_RDONLY) : 0;
 }
 
 static void
@@ -415,7 +423,7 @@ mounts_setup(const struct clip_cage_profile *p, int fail_fd)
 
 	/* In a user namespace, proc mounts only while a full /proc is visible. */
 	CHECK(STEP_MOUNT_PROC, mount_proc());
-	CHECK(STEP_MOUNT_DEV, mount_dev());
+	CHECK(STEP_MOUNT_DEV, mount_dev(p->root != NULL));
 	CHECK(STEP_MOUNT_TMP,
 	      mount_tmpfs("/tmp", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=25%"));
 	if (!p->root)

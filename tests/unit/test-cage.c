@@ -763,6 +763,51 @@ Test(cage_life, both_seccomp_filters_hold_everywhere)
 	clip_ctx_unref(ctx);
 }
 
+/*
+ * Root=: the cage's root is the given tree, read-only, with a /dev tmpfs of
+ * its own (read-only too once its nodes are in), /proc and a writable /tmp
+ * mounted on its directories; nothing else of the host's root.
+ */
+Test(cage_life, a_root_tree_of_its_own)
+{
+	static const char *const dirs[] = { "usr", "proc", "dev", "tmp", "run", "etc" };
+	static const char *const links[][2] = { { "usr/bin", "bin" },
+						{ "usr/lib", "lib" },
+						{ "usr/lib64", "lib64" } };
+	char *dir = test_tmpdir("tmpfs"), text[1024], path[600];
+	struct clip_ctx *ctx = NULL;
+	int status = -1, pidfd;
+	struct clip_cage *c;
+
+	snprintf(path, sizeof(path), "%s/root", dir);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		snprintf(path, sizeof(path), "%s/root/%s", dir, dirs[i]);
+		cr_assert_eq(mkdir(path, 0755), 0);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+		snprintf(path, sizeof(path), "%s/root/%s", dir, links[i][1]);
+		cr_assert_eq(symlink(links[i][0], path), 0);
+	}
+	snprintf(path, sizeof(path), "%s/root", dir);
+	close(test_file(path, "marker", "in the tree\n"));
+	snprintf(text, sizeof(text), "[Cage]\nName=a\nRoot=%s/root\n[Files]\nBindReadOnly=/usr\n",
+		 dir);
+	c = started_with(&ctx, text,
+			 "grep -q 'in the tree' /marker && test ! -e /home && test ! -e /var &&"
+			 " test -c /dev/null && test -L /dev/fd && ! touch /dev/x 2>/dev/null &&"
+			 " ! touch /x 2>/dev/null && touch /tmp/y && touch /dev/shm/y &&"
+			 " grep -q '^tmpfs /dev tmpfs ro,' /proc/self/mounts",
+			 NULL, 0, &pidfd);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 0, "the tree, its /dev, /tmp and nothing else");
+	close(pidfd);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+	free(dir);
+}
+
 /* A read-write bind of one file (a socket, a log), not a directory: Landlock takes file rights only. */
 Test(cage_life, a_file_bound_read_write)
 {
