@@ -20,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -465,27 +466,30 @@ cage_landlock_abi(void)
 }
 
 static int
+landlock_rule_fd(int ruleset, int fd, uint64_t access)
+{
+	struct ll_path_beneath_attr a = { .allowed_access = access, .parent_fd = fd };
+
+	return syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &a, 0) < 0 ? -1 : 0;
+}
+
+static int
 landlock_rule(int ruleset, const char *path, uint64_t access, uint64_t handled)
 {
 	/* What the kernel accepts on a file that is not a directory (a bound file or socket). */
 	const uint64_t file = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE;
-	struct ll_path_beneath_attr a = { .allowed_access = access & handled };
-	int fd = open(path, O_PATH | O_CLOEXEC);
+	int fd = open(path, O_PATH | O_CLOEXEC), r;
 	struct stat st;
-	long r;
 
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
-	if (fstat(fd, &st) < 0) {
-		close(fd);
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode))
-		a.allowed_access &= file;
-	a.parent_fd = fd;
-	r = syscall(__NR_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &a, 0);
+	r = fstat(fd, &st);
+	if (r == 0)
+		r = landlock_rule_fd(ruleset, fd,
+				     access & handled &
+					     (S_ISDIR(st.st_mode) ? ~UINT64_C(0) : file));
 	close(fd);
-	return r < 0 ? -1 : 0;
+	return r;
 }
 
 /*
@@ -501,7 +505,7 @@ landlock_ruleset(const struct clip_cage_profile *p, int abi)
 			       LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO |
 			       LL_FS_MAKE_SYM | LL_FS_REFER | LL_FS_TRUNCATE;
 	struct ll_ruleset_attr attr = { .handled_access_fs = (LL_FS_MAKE_SYM << 1) - 1 };
-	char path[PATH_MAX], buf[4096];
+	char buf[4096];
 	int ruleset, dir, r = 0;
 	long n;
 
@@ -518,19 +522,23 @@ landlock_ruleset(const struct clip_cage_profile *p, int abi)
 	while (r == 0 && dir >= 0 && (n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)
 		for (long off = 0; r == 0 && off < n;) {
 			struct dirent64 *d = (struct dirent64 *)(buf + off);
-			struct statvfs sv;
-			struct stat st;
+			struct statfs sf;
+			int fd;
 
 			off += d->d_reclen;
 			if (d->d_name[0] == '.' || strcmp(d->d_name, "proc") == 0 ||
-			    strcmp(d->d_name, "dev") == 0)
+			    strcmp(d->d_name, "dev") == 0 ||
+			    (d->d_type != DT_DIR && d->d_type != DT_UNKNOWN))
 				continue;
-			snprintf(path, sizeof(path), "/%s", d->d_name);
-			if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || statvfs(path, &sv) < 0)
+			/* A directory, not a link to one: the rule goes on what the fd is. */
+			fd = openat(dir, d->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (fd < 0)
 				continue;
-			if (sv.f_flag & ST_RDONLY)
-				r = landlock_rule(ruleset, path, read | LL_FS_EXECUTE,
-						  attr.handled_access_fs);
+			if (fstatfs(fd, &sf) == 0 && (sf.f_flags & ST_RDONLY))
+				r = landlock_rule_fd(ruleset, fd,
+						     (read | LL_FS_EXECUTE) &
+							     attr.handled_access_fs);
+			close(fd);
 		}
 	if (dir >= 0)
 		close(dir);
