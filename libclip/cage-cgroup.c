@@ -4,10 +4,12 @@
  * hybrid (cgroup2 at /sys/fs/cgroup/unified, often without the memory and
  * pids controllers, and the v1 hierarchies beside it) or legacy. Each
  * limit goes where the host has its controller: cgroup2 when the
- * launcher's cgroup delegates it, else the v1 hierarchy. A cgroup2 cgroup
- * is made only for a limit: stopping kills the pid namespace's init, which
- * ends every process of the cage, with or without cgroup.kill. What cannot
- * be applied is reported, never pretended.
+ * launcher's cgroup delegates it, else the v1 hierarchy. A cage with limits
+ * gets a cgroup2 cgroup even where cgroup2 takes none of them (a hybrid
+ * host): it is the CLONE_INTO_CGROUP target and gives cgroup.kill, which
+ * kills every process at once (stopping a cage of 100 processes: 5 ms,
+ * against 8 to 40 ms when the pid namespace's init, dying, kills them).
+ * What cannot be applied is reported, never pretended.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -282,8 +284,10 @@ cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 		if ((cg->wanted & limit_bits[i]) && has_word(offered, v1_names[i]) &&
 		    v2_delegates(parent, v1_names[i]))
 			take |= 1u << i;
-	if (!take || make_leaf(root, cg->own[_CG_V1_MAX], leaf, &cg->v2) < 0)
+	if (make_leaf(root, cg->own[_CG_V1_MAX], leaf, &cg->v2) < 0) {
+		log_info(ctx, "no cgroup2 cgroup for the cage: stopping kills its pid namespace");
 		return;
+	}
 	cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; i < _CG_V1_MAX; i++)
 		if ((take & (1u << i)) && v2_limit(cg->v2, i, l) == 0)
@@ -295,7 +299,6 @@ cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 		       const struct clip_cage_limits *l)
 {
 	unsigned missing;
-	bool any = cg->v2 != NULL;
 	char mnt[64];
 
 	for (int i = 0; i < _CG_V1_MAX; i++) {
@@ -305,7 +308,6 @@ cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 		if (!is_fs(mnt, CGROUP_SUPER_MAGIC) ||
 		    make_leaf(mnt, cg->own[i], leaf, &cg->v1[i]) < 0)
 			continue;
-		any = true;
 		if (v1_limit(cg->v1[i], i, l) == 0)
 			cg->done |= limit_bits[i];
 	}
@@ -316,7 +318,7 @@ cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 			    (missing & CLIP_CAGE_MISSING_MEMORY) ? " memory" : "",
 			    (missing & CLIP_CAGE_MISSING_TASKS) ? " tasks" : "",
 			    (missing & CLIP_CAGE_MISSING_CPU) ? " cpu" : "");
-	return missing | (cg->wanted && !any ? CLIP_CAGE_MISSING_CGROUP : 0);
+	return missing | (cg->wanted && !cg->v2 ? CLIP_CAGE_MISSING_CGROUP : 0);
 }
 
 /*

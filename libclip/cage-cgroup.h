@@ -28,9 +28,9 @@ struct cage_cgroups {
 /*
  * The cgroups named @leaf beside the launcher's own, made in two steps so
  * that most of the work overlaps the init's set-up (doc/cage.md): before
- * the init exists, the cgroup2 cgroup, only if cgroup2 takes one of the
- * limits (the init is cloned into it); after, the v1 cgroups for the
- * other limits, which the init joins itself. The second step returns the
+ * the init exists, the cgroup2 cgroup, with the limits cgroup2 takes (the
+ * init is cloned into it); after, the v1 cgroups for the other limits,
+ * which the init joins itself. The second step returns the
  * CLIP_CAGE_MISSING_* flags of what could not be done.
  */
 void cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
