@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include <tss2/tss2_esys.h>
+#include "tss2-dl.h"
 
 #include <clip/tpm.h>
 

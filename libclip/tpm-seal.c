@@ -21,7 +21,6 @@
 #include <string.h>
 
 #include <openssl/evp.h>
-#include <tss2/tss2_mu.h>
 
 #include "log.h"
 #include "tpm-internal.h"
@@ -60,8 +59,9 @@ policy_pcr_digest(uint32_t pcrs, const uint8_t values[TPM_PCR_COUNT][TPM_SHA256_
 		return r;
 	memset(buf, 0, TPM_SHA256_SIZE);
 	n = TPM_SHA256_SIZE;
-	if (Tss2_MU_UINT32_Marshal(TPM2_CC_PolicyPCR, buf, sizeof(buf), &n) != TSS2_RC_SUCCESS ||
-	    Tss2_MU_TPML_PCR_SELECTION_Marshal(&sel, buf, sizeof(buf), &n) != TSS2_RC_SUCCESS)
+	if (sym_Tss2_MU_UINT32_Marshal(TPM2_CC_PolicyPCR, buf, sizeof(buf), &n) !=
+		    TSS2_RC_SUCCESS ||
+	    sym_Tss2_MU_TPML_PCR_SELECTION_Marshal(&sel, buf, sizeof(buf), &n) != TSS2_RC_SUCCESS)
 		return -EIO;
 	memcpy(buf + n, pcr_digest, TPM_SHA256_SIZE);
 	return sha256(buf, n + TPM_SHA256_SIZE, policy);
@@ -97,9 +97,9 @@ create_primary(struct tpm *t, ESYS_TR *ret, struct clip_error **reterr)
 	const TPML_PCR_SELECTION creation = { 0 };
 	TSS2_RC rc, base;
 
-	rc = Esys_CreatePrimary(t->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE,
-				ESYS_TR_NONE, &sensitive, &tmpl, &outside, &creation, ret, NULL,
-				NULL, NULL, NULL);
+	rc = sym_Esys_CreatePrimary(t->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+				    ESYS_TR_NONE, &sensitive, &tmpl, &outside, &creation, ret, NULL,
+				    NULL, NULL, NULL);
 	if (rc == TSS2_RC_SUCCESS)
 		return 0;
 	*ret = ESYS_TR_NONE;
@@ -128,16 +128,17 @@ start_session(struct tpm *t, ESYS_TR salt_key, TPM2_SE type, TPMA_SESSION attrs,
 	const TPMT_SYM_DEF none = { .algorithm = TPM2_ALG_NULL };
 	TSS2_RC rc;
 
-	rc = Esys_StartAuthSession(t->esys, salt_key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-				   ESYS_TR_NONE, NULL, type, type == TPM2_SE_TRIAL ? &none : &aes,
-				   TPM2_ALG_SHA256, ret);
+	rc = sym_Esys_StartAuthSession(t->esys, salt_key, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+				       ESYS_TR_NONE, NULL, type,
+				       type == TPM2_SE_TRIAL ? &none : &aes, TPM2_ALG_SHA256, ret);
 	if (rc != TSS2_RC_SUCCESS) {
 		*ret = ESYS_TR_NONE;
 		return tpm_rc_error(reterr, -EIO, rc, "cannot start a TPM session");
 	}
 	if (!attrs)
 		return 0;
-	rc = Esys_TRSess_SetAttributes(t->esys, *ret, attrs | TPMA_SESSION_CONTINUESESSION, 0xff);
+	rc = sym_Esys_TRSess_SetAttributes(t->esys, *ret, attrs | TPMA_SESSION_CONTINUESESSION,
+					   0xff);
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot set the session's attributes");
 	return 0;
@@ -158,18 +159,18 @@ trial_policy(struct tpm *t, uint32_t pcrs, const uint8_t pcr_digest[TPM_SHA256_S
 	if (r < 0)
 		return r;
 	memcpy(digest.buffer, pcr_digest, TPM_SHA256_SIZE);
-	rc = Esys_PolicyPCR(t->esys, s.handles[0], ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-			    &digest, &sel);
+	rc = sym_Esys_PolicyPCR(t->esys, s.handles[0], ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+				&digest, &sel);
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot compute the PCR policy");
-	rc = Esys_PolicyGetDigest(t->esys, s.handles[0], ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-				  &out);
+	rc = sym_Esys_PolicyGetDigest(t->esys, s.handles[0], ESYS_TR_NONE, ESYS_TR_NONE,
+				      ESYS_TR_NONE, &out);
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot read the PCR policy");
 	r = out->size == TPM_SHA256_SIZE ? 0 : -EIO;
 	if (r == 0)
 		memcpy(policy, out->buffer, TPM_SHA256_SIZE);
-	Esys_Free(out);
+	sym_Esys_Free(out);
 	return r < 0 ? error_set(reterr, r, "the TPM gave a policy digest of another size") : 0;
 }
 
@@ -178,17 +179,22 @@ tpm_blob_marshal(const struct tpm_blob *b, uint8_t out[TPM_BLOB_MAX], size_t *re
 {
 	size_t n = BLOB_MAGIC_SIZE;
 
+	/* Loaded already: a blob is made from a sealed object, through an open TPM. */
+	if (tss2_dl_load(NULL) < 0)
+		return -EOPNOTSUPP;
 	memcpy(out, BLOB_MAGIC, BLOB_MAGIC_SIZE);
-	if (Tss2_MU_UINT32_Marshal(BLOB_VERSION, out, TPM_BLOB_MAX, &n) != TSS2_RC_SUCCESS ||
-	    Tss2_MU_UINT32_Marshal(b->pcrs, out, TPM_BLOB_MAX, &n) != TSS2_RC_SUCCESS)
+	if (sym_Tss2_MU_UINT32_Marshal(BLOB_VERSION, out, TPM_BLOB_MAX, &n) != TSS2_RC_SUCCESS ||
+	    sym_Tss2_MU_UINT32_Marshal(b->pcrs, out, TPM_BLOB_MAX, &n) != TSS2_RC_SUCCESS)
 		return -EIO;
 	for (unsigned pcr = 0; pcr < TPM_PCR_COUNT; pcr++)
 		if (b->pcrs & (UINT32_C(1) << pcr)) {
 			memcpy(out + n, b->values[pcr], TPM_SHA256_SIZE);
 			n += TPM_SHA256_SIZE;
 		}
-	if (Tss2_MU_TPM2B_PUBLIC_Marshal(&b->public, out, TPM_BLOB_MAX, &n) != TSS2_RC_SUCCESS ||
-	    Tss2_MU_TPM2B_PRIVATE_Marshal(&b->private, out, TPM_BLOB_MAX, &n) != TSS2_RC_SUCCESS)
+	if (sym_Tss2_MU_TPM2B_PUBLIC_Marshal(&b->public, out, TPM_BLOB_MAX, &n) !=
+		    TSS2_RC_SUCCESS ||
+	    sym_Tss2_MU_TPM2B_PRIVATE_Marshal(&b->private, out, TPM_BLOB_MAX, &n) !=
+		    TSS2_RC_SUCCESS)
 		return -EIO;
 	*ret_size = n;
 	return 0;
@@ -205,12 +211,15 @@ tpm_blob_parse(const uint8_t *untrusted, size_t size, struct tpm_blob *b,
 	int r;
 
 	memset(b, 0, sizeof(*b));
+	r = tss2_dl_load(reterr);
+	if (r < 0)
+		return r;
 	if (size > TPM_BLOB_MAX)
 		return error_set(reterr, -EBADMSG, "too large (%zu bytes)", size);
 	if (size < BLOB_MAGIC_SIZE || memcmp(untrusted, BLOB_MAGIC, BLOB_MAGIC_SIZE) != 0)
 		return error_set(reterr, -EBADMSG, "not a sealed key of libclip");
-	if (Tss2_MU_UINT32_Unmarshal(untrusted, size, &n, &version) != TSS2_RC_SUCCESS ||
-	    Tss2_MU_UINT32_Unmarshal(untrusted, size, &n, &b->pcrs) != TSS2_RC_SUCCESS)
+	if (sym_Tss2_MU_UINT32_Unmarshal(untrusted, size, &n, &version) != TSS2_RC_SUCCESS ||
+	    sym_Tss2_MU_UINT32_Unmarshal(untrusted, size, &n, &b->pcrs) != TSS2_RC_SUCCESS)
 		return error_set(reterr, -EBADMSG, "truncated header");
 	if (version != BLOB_VERSION)
 		return error_set(reterr, -EBADMSG, "unsupported version %u", (unsigned)version);
@@ -226,10 +235,12 @@ tpm_blob_parse(const uint8_t *untrusted, size_t size, struct tpm_blob *b,
 	}
 	start = n;
 	/* Tss2_MU takes the public area's own length, not its size field: both must agree. */
-	if (Tss2_MU_TPM2B_PUBLIC_Unmarshal(untrusted, size, &n, &b->public) != TSS2_RC_SUCCESS ||
+	if (sym_Tss2_MU_TPM2B_PUBLIC_Unmarshal(untrusted, size, &n, &b->public) !=
+		    TSS2_RC_SUCCESS ||
 	    n - start != sizeof(uint16_t) + b->public.size)
 		return error_set(reterr, -EBADMSG, "malformed public area");
-	if (Tss2_MU_TPM2B_PRIVATE_Unmarshal(untrusted, size, &n, &b->private) != TSS2_RC_SUCCESS)
+	if (sym_Tss2_MU_TPM2B_PRIVATE_Unmarshal(untrusted, size, &n, &b->private) !=
+	    TSS2_RC_SUCCESS)
 		return error_set(reterr, -EBADMSG, "malformed private area");
 	if (n != size)
 		return error_set(reterr, -EBADMSG, "%zu bytes after the private area", size - n);
@@ -294,16 +305,16 @@ tpm_seal(struct tpm *t, uint32_t pcrs, const uint8_t secret[CLIP_KEY_SIZE],
 	if (r < 0)
 		return r;
 	memcpy(sensitive.sensitive.data.buffer, secret, CLIP_KEY_SIZE);
-	rc = Esys_Create(t->esys, s.handles[0], s.handles[1], ESYS_TR_NONE, ESYS_TR_NONE,
-			 &sensitive, &tmpl, &outside, &creation, &private, &public, NULL, NULL,
-			 NULL);
+	rc = sym_Esys_Create(t->esys, s.handles[0], s.handles[1], ESYS_TR_NONE, ESYS_TR_NONE,
+			     &sensitive, &tmpl, &outside, &creation, &private, &public, NULL, NULL,
+			     NULL);
 	secure_wipe(&sensitive, sizeof(sensitive));
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot seal the key");
 	b.public = *public;
 	b.private = *private;
-	Esys_Free(public);
-	Esys_Free(private);
+	sym_Esys_Free(public);
+	sym_Esys_Free(private);
 	r = tpm_blob_marshal(&b, out, ret_size);
 	if (r < 0)
 		return error_set(reterr, r, "cannot marshal the sealed key");
@@ -352,8 +363,8 @@ tpm_unseal(struct tpm *t, const struct tpm_blob *b, uint8_t secret[CLIP_KEY_SIZE
 	r = create_primary(t, &s.handles[0], reterr);
 	if (r < 0)
 		return r;
-	rc = Esys_Load(t->esys, s.handles[0], ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-		       &b->private, &b->public, &s.handles[1]);
+	rc = sym_Esys_Load(t->esys, s.handles[0], ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+			   &b->private, &b->public, &s.handles[1]);
 	if (rc != TSS2_RC_SUCCESS) {
 		s.handles[1] = ESYS_TR_NONE;
 		if (rc_refuses_object(rc))
@@ -368,11 +379,11 @@ tpm_unseal(struct tpm *t, const struct tpm_blob *b, uint8_t secret[CLIP_KEY_SIZE
 	if (r < 0)
 		return r;
 	/* An empty digest: the TPM takes the PCRs' current values. */
-	rc = Esys_PolicyPCR(t->esys, s.handles[2], ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-			    &current, &sel);
+	rc = sym_Esys_PolicyPCR(t->esys, s.handles[2], ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+				&current, &sel);
 	if (rc == TSS2_RC_SUCCESS)
-		rc = Esys_Unseal(t->esys, s.handles[1], s.handles[2], ESYS_TR_NONE, ESYS_TR_NONE,
-				 &out);
+		rc = sym_Esys_Unseal(t->esys, s.handles[1], s.handles[2], ESYS_TR_NONE,
+				     ESYS_TR_NONE, &out);
 	if (rc != TSS2_RC_SUCCESS) {
 		TSS2_RC base = tpm_rc_base(rc);
 
@@ -388,7 +399,7 @@ tpm_unseal(struct tpm *t, const struct tpm_blob *b, uint8_t secret[CLIP_KEY_SIZE
 	if (r == 0)
 		memcpy(secret, out->buffer, CLIP_KEY_SIZE);
 	secure_wipe(out, sizeof(*out));
-	Esys_Free(out);
+	sym_Esys_Free(out);
 	if (r < 0)
 		return error_set(reterr, r, "the sealed secret is not a %d-byte key",
 				 CLIP_KEY_SIZE);

@@ -16,8 +16,6 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <tss2/tss2_rc.h>
-#include <tss2/tss2_tctildr.h>
 
 #include "ctx-internal.h"
 #include "error.h"
@@ -148,7 +146,7 @@ tpm_rc_error(struct clip_error **reterr, int error, TSS2_RC rc, const char *form
 	/* A code of the TPM itself, or of a layer of tpm2-tss (TCTI, ESYS, marshalling). */
 	return error_set(reterr, error, "%s: %s 0x%x (%s)", text,
 			 rc & TSS2_RC_LAYER_MASK ? "tpm2-tss error" : "TPM response", (unsigned)rc,
-			 Tss2_RC_Decode(rc));
+			 sym_Tss2_RC_Decode(rc));
 }
 
 static pthread_once_t tss2_quiet_once = PTHREAD_ONCE_INIT;
@@ -194,14 +192,16 @@ tpm_open(struct clip_ctx *ctx, struct tpm *t, struct clip_error **reterr)
 	*t = (struct tpm){ .ctx = ctx, .tcti_conf = tpm_tcti(ctx) };
 	(void)pthread_once(&tss2_quiet_once, tss2_quiet);
 	r = tcti_device_check(t->tcti_conf, reterr);
+	if (r >= 0)
+		r = tss2_dl_load(reterr);
 	if (r < 0)
 		return r;
-	rc = Tss2_TctiLdr_Initialize(t->tcti_conf, &t->tcti);
+	rc = sym_Tss2_TctiLdr_Initialize(t->tcti_conf, &t->tcti);
 	if (rc != TSS2_RC_SUCCESS) {
 		t->tcti = NULL;
 		return tpm_rc_error(reterr, -ENODEV, rc, "no TPM at '%s'", t->tcti_conf);
 	}
-	rc = Esys_Initialize(&t->esys, t->tcti, NULL);
+	rc = sym_Esys_Initialize(&t->esys, t->tcti, NULL);
 	if (rc != TSS2_RC_SUCCESS) {
 		t->esys = NULL;
 		return tpm_rc_error(reterr, -EIO, rc, "cannot use the TPM at '%s'", t->tcti_conf);
@@ -214,9 +214,9 @@ void
 tpm_close(struct tpm *t)
 {
 	if (t->esys)
-		Esys_Finalize(&t->esys);
+		sym_Esys_Finalize(&t->esys);
 	if (t->tcti)
-		Tss2_TctiLdr_Finalize(&t->tcti);
+		sym_Tss2_TctiLdr_Finalize(&t->tcti);
 }
 
 int
@@ -259,7 +259,7 @@ tpm_scope_flush(struct tpm_scope *s)
 {
 	for (size_t i = 0; i < ELEMENTSOF(s->handles); i++)
 		if (s->handles[i] != ESYS_TR_NONE) {
-			(void)Esys_FlushContext(s->esys, s->handles[i]);
+			(void)sym_Esys_FlushContext(s->esys, s->handles[i]);
 			s->handles[i] = ESYS_TR_NONE;
 		}
 }
@@ -303,8 +303,8 @@ tpm_pcr_read(struct tpm *t, uint32_t mask, uint8_t values[TPM_PCR_COUNT][TPM_SHA
 		unsigned k = 0;
 		TSS2_RC rc;
 
-		rc = Esys_PCR_Read(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &in, NULL,
-				   &out, &digests);
+		rc = sym_Esys_PCR_Read(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &in, NULL,
+				       &out, &digests);
 		if (rc != TSS2_RC_SUCCESS)
 			return tpm_rc_error(reterr, -EIO, rc, "cannot read the PCRs");
 		for (unsigned i = 0; i < out->count; i++)
@@ -317,8 +317,8 @@ tpm_pcr_read(struct tpm *t, uint32_t mask, uint8_t values[TPM_PCR_COUNT][TPM_SHA
 				break;
 			memcpy(values[pcr], digests->digests[k++].buffer, TPM_SHA256_SIZE);
 		}
-		Esys_Free(out);
-		Esys_Free(digests);
+		sym_Esys_Free(out);
+		sym_Esys_Free(digests);
 		if (!got)
 			return error_set(reterr, -EOPNOTSUPP,
 					 "the TPM has no SHA-256 bank for PCR mask 0x%06x",
@@ -336,8 +336,8 @@ pcr_extend(struct tpm *t, unsigned pcr, const TPML_DIGEST_VALUES *digests,
 {
 	TSS2_RC rc;
 
-	rc = Esys_PCR_Extend(t->esys, ESYS_TR_PCR0 + pcr, ESYS_TR_PASSWORD, ESYS_TR_NONE,
-			     ESYS_TR_NONE, digests);
+	rc = sym_Esys_PCR_Extend(t->esys, ESYS_TR_PCR0 + pcr, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+				 ESYS_TR_NONE, digests);
 	if (rc == TSS2_RC_SUCCESS)
 		return 0;
 	if (tpm_rc_base(rc) == TPM2_RC_LOCALITY)
@@ -366,8 +366,8 @@ pcr_banks(struct tpm *t, unsigned pcr, TPMI_ALG_HASH algs[TPM2_NUM_PCR_BANKS], u
 	unsigned n = 0;
 	TSS2_RC rc;
 
-	rc = Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_PCRS, 0,
-				1, &more, &cap);
+	rc = sym_Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+				    TPM2_CAP_PCRS, 0, 1, &more, &cap);
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot list the PCR banks");
 	for (unsigned i = 0; i < cap->data.assignedPCR.count && n < TPM2_NUM_PCR_BANKS; i++) {
@@ -376,7 +376,7 @@ pcr_banks(struct tpm *t, unsigned pcr, TPMI_ALG_HASH algs[TPM2_NUM_PCR_BANKS], u
 		if (selection_mask(s) & (UINT32_C(1) << pcr))
 			algs[n++] = s->hash;
 	}
-	Esys_Free(cap);
+	sym_Esys_Free(cap);
 	*ret_n = n;
 	return 0;
 }
@@ -454,14 +454,14 @@ count_handles(struct tpm *t, TPM2_HANDLE first, unsigned *ret, struct clip_error
 	TPMI_YES_NO more;
 	TSS2_RC rc;
 
-	rc = Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_HANDLES,
-				first, TPM2_MAX_CAP_HANDLES, &more, &cap);
+	rc = sym_Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+				    TPM2_CAP_HANDLES, first, TPM2_MAX_CAP_HANDLES, &more, &cap);
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot list the TPM's handles");
 	*ret = 0;
 	for (unsigned i = 0; i < cap->data.handles.count; i++)
 		*ret += (cap->data.handles.handle[i] >> TPM2_HR_SHIFT) == (first >> TPM2_HR_SHIFT);
-	Esys_Free(cap);
+	sym_Esys_Free(cap);
 	return 0;
 }
 
@@ -514,9 +514,9 @@ tpm_info(struct tpm *t, char **ret, struct clip_error **reterr)
 	TPMI_YES_NO more;
 	TSS2_RC rc;
 
-	rc = Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-				TPM2_CAP_TPM_PROPERTIES, TPM2_PT_FIXED, TPM2_MAX_TPM_PROPERTIES,
-				&more, &cap);
+	rc = sym_Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+				    TPM2_CAP_TPM_PROPERTIES, TPM2_PT_FIXED, TPM2_MAX_TPM_PROPERTIES,
+				    &more, &cap);
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot read the TPM's properties");
 	for (unsigned i = 0; i < cap->data.tpmProperties.count; i++) {
@@ -534,7 +534,7 @@ tpm_info(struct tpm *t, char **ret, struct clip_error **reterr)
 		else if (p == TPM2_PT_REVISION)
 			revision = v;
 	}
-	Esys_Free(cap);
+	sym_Esys_Free(cap);
 
 	property_chars(manufacturer, maker);
 	trim(maker);
@@ -542,8 +542,8 @@ tpm_info(struct tpm *t, char **ret, struct clip_error **reterr)
 		property_chars(vendor[i], vendor_text + 4 * i);
 	trim(vendor_text);
 
-	rc = Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_PCRS, 0,
-				1, &more, &cap);
+	rc = sym_Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+				    TPM2_CAP_PCRS, 0, 1, &more, &cap);
 	if (rc != TSS2_RC_SUCCESS)
 		return tpm_rc_error(reterr, -EIO, rc, "cannot list the PCR banks");
 	for (unsigned i = 0; i < cap->data.assignedPCR.count; i++) {
@@ -558,7 +558,7 @@ tpm_info(struct tpm *t, char **ret, struct clip_error **reterr)
 		else
 			snprintf(banks + len, sizeof(banks) - len, " 0x%04x", (unsigned)s->hash);
 	}
-	Esys_Free(cap);
+	sym_Esys_Free(cap);
 
 	/* Vendors number their firmware as they like: both words, in hex, as tpm2-tools does. */
 	if (asprintf(ret,
