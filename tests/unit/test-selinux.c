@@ -2,8 +2,13 @@
 /* Levels as the MLS part of SELinux contexts, through libselinux. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -150,4 +155,71 @@ Test(selinux, file_functions_say_when_selinux_is_off)
 	assert_errno(clip_selinux_file_set_level(fd, l, NULL), -EOPNOTSUPP);
 	clip_level_unref(l);
 	close(fd);
+}
+
+/* Where the dynamic linker finds @soname, from ldconfig's cache; "" if nowhere. */
+static void
+library_path(const char *soname, char *ret, size_t size)
+{
+	char line[1024], *arrow;
+	FILE *f = popen("ldconfig -p", "re");
+
+	ret[0] = '\0';
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, soname) == line + strspn(line, " \t") &&
+		    (arrow = strstr(line, "=> "))) {
+			arrow[3 + strcspn(arrow + 3, "\n")] = '\0';
+			if (!realpath(arrow + 3, ret))
+				ret[0] = '\0';
+			break;
+		}
+	pclose(f);
+}
+
+/* In a child with libselinux hidden under /dev/null: what libclip answers. */
+static int
+without_libselinux(const char *lib)
+{
+	struct clip_level *l = NULL;
+	struct clip_error *e = NULL;
+	char *out = NULL;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("/dev/null", lib, NULL, MS_BIND, NULL) < 0)
+		return 10;
+	if (clip_selinux_context_get_level("user_u:user_r:user_t:s0", &l, &e) != -EOPNOTSUPP ||
+	    !strstr(clip_error_get_message(e), "libselinux cannot be loaded"))
+		return 11;
+	clip_error_free(e);
+	if (clip_level_parse(&l, "s1:c2", NULL) < 0)
+		return 12; /* the rest of libclip does without */
+	if (clip_selinux_context_set_level("user_u:user_r:user_t:s0", l, &out, NULL) != -EOPNOTSUPP)
+		return 13;
+	if (clip_selinux_file_get_level(fd, &l, NULL) != -EOPNOTSUPP)
+		return 14;
+	if (clip_selinux_is_enabled())
+		return 15;
+	close(fd);
+	return 0;
+}
+
+/* libselinux is loaded on first use: without it, the SELinux calls say so and nothing else fails. */
+Test(selinux, without_libselinux_the_calls_say_so)
+{
+	char lib[4096];
+	int status = -1;
+	pid_t pid;
+
+	if (!test_is_root())
+		cr_skip_test("not root: libselinux cannot be hidden in a mount namespace");
+	library_path("libselinux.so.1 ", lib, sizeof(lib));
+	cr_assert(lib[0], "libselinux.so.1 is not in ldconfig's cache");
+	pid = fork();
+	if (pid == 0)
+		_exit(without_libselinux(lib));
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "check %d failed", WEXITSTATUS(status));
 }
