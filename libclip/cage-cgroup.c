@@ -11,14 +11,17 @@
  * against 8 to 40 ms when the pid namespace's init, dying, kills them).
  * What cannot be applied is reported, never pretended.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/magic.h>
@@ -294,6 +297,66 @@ cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 			cg->done |= limit_bits[i];
 }
 
+/* The launcher's pid in a leaf name of ours, clip-NAME-PID-N; 0 for any other name. */
+static pid_t
+leaf_launcher(const char *name)
+{
+	const char *last = strrchr(name, '-'), *p;
+	char *end;
+	long pid;
+
+	if (strncmp(name, "clip-", 5) != 0 || !last || !last[1] ||
+	    strspn(last + 1, "0123456789") != strlen(last + 1))
+		return 0;
+	for (p = last - 1; p > name + 5 && *p != '-'; p--)
+		;
+	if (p <= name + 5)
+		return 0;
+	errno = 0;
+	pid = strtol(p + 1, &end, 10);
+	return errno == 0 && end == last && pid > 0 && pid <= INT_MAX ? (pid_t)pid : 0;
+}
+
+/*
+ * The cgroups of cages whose launcher died without removing them (killed,
+ * say: its unregistered cage's init dies with it, the cgroups stay): the
+ * leaves named clip-NAME-PID-N beside @leaf whose PID no longer runs.
+ * rmdir() refuses a cgroup that still holds a process, so a cage that
+ * runs on (registered, its launcher gone) keeps its own; a leaf made in
+ * the last minute is left alone, since its launcher may be alive in
+ * another pid namespace and about to move its init in.
+ */
+static void
+sweep_beside(struct clip_ctx *ctx, const char *leaf)
+{
+	char parent[PATH_MAX], *slash;
+	time_t now = time(NULL);
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(parent, sizeof(parent), "%s", leaf);
+	slash = strrchr(parent, '/');
+	if (!slash)
+		return;
+	*slash = '\0';
+	d = opendir(parent);
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		pid_t pid = e->d_type == DT_DIR ? leaf_launcher(e->d_name) : 0;
+		struct stat st;
+
+		if (!pid || kill(pid, 0) == 0 || errno != ESRCH ||
+		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    now - st.st_mtime < 60)
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, AT_REMOVEDIR) == 0)
+			log_info(ctx, "removed %s/%s, left by a launcher that died (pid %d)",
+				 parent, e->d_name, (int)pid);
+	}
+	closedir(d);
+}
+
 unsigned
 cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
 		       const struct clip_cage_limits *l)
@@ -312,6 +375,12 @@ cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 			cg->done |= limit_bits[i];
 	}
 	own_free(cg->own);
+	/* Here, while the init sets up: off the start's path. */
+	if (cg->v2)
+		sweep_beside(ctx, cg->v2);
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if (cg->v1[i])
+			sweep_beside(ctx, cg->v1[i]);
 	missing = cg->wanted & ~cg->done;
 	if (missing)
 		log_warning(ctx, "cage limits not applied on this host:%s%s%s",

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -847,6 +848,84 @@ in_cage_cgroup(const char *cgroups, const char *controller)
 		line = strstr(cgroups, "0::"); /* no v1 hierarchy: cgroup2 */
 	return line && strstr(line, "/clip-cgt-") &&
 	       strstr(line, "/clip-cgt-") < strchrnul(line, '\n');
+}
+
+/* This process's directory in the v1 hierarchy of @controller, or "" where there is none. */
+static void
+own_v1_dir(const char *controller, char *ret, size_t size)
+{
+	char line[4096], key[32];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+
+	ret[0] = '\0';
+	cr_assert(f);
+	snprintf(key, sizeof(key), ":%s:", controller);
+	while (fgets(line, sizeof(line), f)) {
+		char *k = strstr(line, key);
+
+		if (!k)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(ret, size, "/sys/fs/cgroup/%s%s", controller,
+			 strcmp(k + strlen(key), "/") == 0 ? "" : k + strlen(key));
+	}
+	fclose(f);
+}
+
+/* A cgroup directory @name in @dir, @age seconds old. */
+static void
+leaf_made(char *path, size_t size, const char *dir, const char *name, long age)
+{
+	struct timespec t[2];
+
+	snprintf(path, size, "%s/%s", dir, name);
+	(void)rmdir(path); /* left by a failed run of this test */
+	cr_assert_eq(mkdir(path, 0755), 0, "%s: %s", path, strerror(errno));
+	clock_gettime(CLOCK_REALTIME, &t[0]);
+	t[0].tv_sec -= age;
+	t[1] = t[0];
+	cr_assert_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+/*
+ * A start removes the cgroups that launchers which died left beside its
+ * own (their pid no longer runs, made over a minute ago), and those only.
+ */
+Test(cage_life, a_start_removes_what_dead_launchers_left)
+{
+	char dir[4096], name[64], stale[4200], fresh[4200], alive[4200], other[4200];
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c;
+	long pid_max = 0;
+	FILE *f;
+
+	if (geteuid() != 0)
+		cr_skip_test("not root: no cgroup limits on this host");
+	/* Its skips first, before any directory is made. */
+	c = new_or_skip(&ctx, "[Cage]\nName=sweep\n[Limits]\nTasksMax=16\n");
+	own_v1_dir("pids", dir, sizeof(dir));
+	if (!dir[0])
+		cr_skip_test("no v1 pids hierarchy on this host");
+	f = fopen("/proc/sys/kernel/pid_max", "re");
+	cr_assert(f && fscanf(f, "%ld", &pid_max) == 1);
+	fclose(f);
+	/* Above pid_max: a pid that no process can have. */
+	snprintf(name, sizeof(name), "clip-old-%ld-0", pid_max + 1);
+	leaf_made(stale, sizeof(stale), dir, name, 120);
+	snprintf(name, sizeof(name), "clip-new-%ld-1", pid_max + 1);
+	leaf_made(fresh, sizeof(fresh), dir, name, 0);
+	snprintf(name, sizeof(name), "clip-live-%d-2", (int)getpid());
+	leaf_made(alive, sizeof(alive), dir, name, 120);
+	snprintf(name, sizeof(name), "notclip-%ld-3", pid_max + 1);
+	leaf_made(other, sizeof(other), dir, name, 120);
+	cr_assert_eq(clip_cage_start(c, 0, NULL), 0);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+	cr_assert(access(stale, F_OK) < 0, "%s: left by a dead launcher, still there", stale);
+	cr_assert_eq(rmdir(fresh), 0, "%s: made a moment ago, removed", fresh);
+	cr_assert_eq(rmdir(alive), 0, "%s: its launcher runs, removed", alive);
+	cr_assert_eq(rmdir(other), 0, "%s: not a cage's, removed", other);
 }
 
 /*
