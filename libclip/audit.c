@@ -21,11 +21,9 @@
 #include <syslog.h>
 #include <time.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
 #include <clip/audit.h>
 
+#include "crypto.h"
 #include "ctx-internal.h"
 #include "error.h"
 #include "key.h"
@@ -106,12 +104,6 @@ sb_hex(struct strbuf *s, const char *key, const uint8_t *p, size_t n)
 	sb_field(s, key, hex);
 }
 
-static int
-sha256(const void *p, size_t n, uint8_t out[32])
-{
-	return EVP_Digest(p, n, out, NULL, EVP_sha256(), NULL) ? 0 : -EIO;
-}
-
 /* The MAC of @text and its hex, for the " mac=" suffix. */
 static int
 audit_mac(struct clip_ctx *ctx, bool create, const char *text, size_t n, uint8_t mac[32],
@@ -157,12 +149,12 @@ record_check(struct clip_ctx *ctx, const char *untrusted_line, size_t n, uint64_
 	r = audit_mac(ctx, false, untrusted_line, (size_t)(m - untrusted_line), mac, reterr);
 	if (r < 0)
 		return r;
-	if (CRYPTO_memcmp(mac, untrusted_mac, 32) != 0)
+	if (!crypto_equal(mac, untrusted_mac, 32))
 		return error_set(reterr, -EBADMSG,
 				 "record %" PRIu64 " does not verify: it was edited, or made "
 				 "with another key",
 				 seq);
-	return sha256(untrusted_line, n, hash);
+	return crypto_sha256(untrusted_line, n, hash);
 }
 
 struct anchor {
@@ -216,7 +208,7 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 	k = anchor_format(ctx, count, last, want, sizeof(want), reterr);
 	if (k < 0)
 		return k;
-	r = (size_t)n == (size_t)k && CRYPTO_memcmp(want, untrusted_text, (size_t)k) == 0;
+	r = (size_t)n == (size_t)k && crypto_equal(want, untrusted_text, (size_t)k);
 	if (!r)
 		return error_set(reterr, -EBADMSG,
 				 "the anchor %s does not verify: it was edited, or made with "
@@ -598,7 +590,7 @@ audit_append(struct clip_audit *audit, const struct clip_audit_entry *e, struct 
 		return error_set_errno(reterr, r, "cannot append to the audit log %s", audit->name);
 	}
 	audit->count++;
-	r = sha256(line, s.n - 1, audit->last);
+	r = crypto_sha256(line, s.n - 1, audit->last);
 	if (r < 0)
 		return r;
 	if (audit->flags & CLIP_AUDIT_SYSLOG) {

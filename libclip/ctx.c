@@ -10,6 +10,7 @@
 
 #include <clip/version.h>
 
+#include "crypto.h"
 #include "ctx-internal.h"
 #include "error.h"
 #include "key.h"
@@ -196,6 +197,10 @@ ctx_get_key(struct clip_ctx *ctx, enum key_purpose purpose, bool create, const u
 	struct keyring *k;
 	int r;
 
+	/* Every use of a key is a MAC: without libcrypto, say so before loading it. */
+	r = crypto_load(reterr);
+	if (r < 0)
+		return r;
 	r = keyring_get(ctx, &k);
 	if (r < 0)
 		return r;

@@ -17,12 +17,11 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include <openssl/evp.h>
-
 #include <clip/cage.h>
 #include <clip/label.h>
 #include <clip/transfer.h>
 
+#include "crypto.h"
 #include "deliver.h"
 #include "error.h"
 #include "key.h"
@@ -39,8 +38,8 @@
 #define DELIVER_WRITEBACK (8 * DELIVER_CHUNK)
 #define SMALL_BUF (32 * 1024) /* twice on a worker's stack */
 
-DEFINE_UNREF_CLEANUP(EVP_MD_CTX, EVP_MD_CTX_free)
-DEFINE_UNREF_CLEANUP(EVP_CIPHER_CTX, EVP_CIPHER_CTX_free)
+DEFINE_UNREF_CLEANUP(EVP_MD_CTX, sym_EVP_MD_CTX_free)
+DEFINE_UNREF_CLEANUP(EVP_CIPHER_CTX, sym_EVP_CIPHER_CTX_free)
 
 static const char *
 file_kind(mode_t mode)
@@ -118,10 +117,10 @@ chunk_take(int src, uint64_t off, uint8_t *in, size_t want, EVP_MD_CTX *md, EVP_
 		return error_set_errno(reterr, -errno, "cannot read the document");
 	if (n == 0)
 		return error_set(reterr, -EBUSY, "the document shrank while it was read");
-	if (!EVP_DigestUpdate(md, in, (size_t)n))
+	if (!sym_EVP_DigestUpdate(md, in, (size_t)n))
 		return -EIO;
 	/* GCM is a stream mode: as many bytes out as in. */
-	if (c && (!EVP_EncryptUpdate(c, out, &clen, in, (int)n) || clen != n))
+	if (c && (!sym_EVP_EncryptUpdate(c, out, &clen, in, (int)n) || clen != n))
 		return error_set(reterr, -EIO, "cannot encrypt");
 	return n;
 }
@@ -136,9 +135,10 @@ envelope_begin(EVP_CIPHER_CTX *c, const uint8_t *key, const char *aad, int out_f
 	memcpy(head, ENVELOPE_MAGIC, ENVELOPE_MAGIC_SIZE);
 	if (getrandom(head + ENVELOPE_MAGIC_SIZE, ENVELOPE_NONCE_SIZE, 0) != ENVELOPE_NONCE_SIZE)
 		return error_set(reterr, -EIO, "getrandom failed");
-	if (!EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, head + ENVELOPE_MAGIC_SIZE) ||
-	    !EVP_EncryptUpdate(c, NULL, &len, head, sizeof(head)) ||
-	    !EVP_EncryptUpdate(c, NULL, &len, (const uint8_t *)aad, (int)strlen(aad)))
+	if (!sym_EVP_EncryptInit_ex(c, sym_EVP_aes_256_gcm(), NULL, key,
+				    head + ENVELOPE_MAGIC_SIZE) ||
+	    !sym_EVP_EncryptUpdate(c, NULL, &len, head, sizeof(head)) ||
+	    !sym_EVP_EncryptUpdate(c, NULL, &len, (const uint8_t *)aad, (int)strlen(aad)))
 		return error_set(reterr, -EIO, "cannot start the envelope");
 	return write_out(out_fd, head, sizeof(head), reterr);
 }
@@ -149,8 +149,8 @@ envelope_end(EVP_CIPHER_CTX *c, int out_fd, struct clip_error **reterr)
 	uint8_t tag[ENVELOPE_TAG_SIZE], rest[32];
 	int len = 0;
 
-	if (!EVP_EncryptFinal_ex(c, rest, &len) ||
-	    !EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, sizeof(tag), tag))
+	if (!sym_EVP_EncryptFinal_ex(c, rest, &len) ||
+	    !sym_EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, sizeof(tag), tag))
 		return error_set(reterr, -EIO, "cannot seal the envelope");
 	if (len > 0 && write_out(out_fd, rest, (size_t)len, reterr) < 0)
 		return -EIO;
@@ -411,12 +411,17 @@ static int
 receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, const char *aad,
 	struct delivery *d, struct clip_error **reterr)
 {
-	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-	_cleanup_(EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = key ? EVP_CIPHER_CTX_new() : NULL;
+	_cleanup_(sym_EVP_MD_CTX_freep) EVP_MD_CTX *md = NULL;
+	_cleanup_(sym_EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = NULL;
 	struct stat st, after;
 	unsigned mdlen = 0;
 	int r;
 
+	r = crypto_load(reterr);
+	if (r < 0)
+		return r;
+	md = sym_EVP_MD_CTX_new();
+	c = key ? sym_EVP_CIPHER_CTX_new() : NULL;
 	if (!md || (key && !c))
 		return -ENOMEM;
 	r = check_source(untrusted_src, max_size, &st, reterr);
@@ -425,7 +430,7 @@ receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, 
 	d->fd = openat(inbox_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0640);
 	if (d->fd < 0)
 		return error_set_errno(reterr, -errno, "cannot create a file in the target inbox");
-	if (!EVP_DigestInit_ex(md, EVP_sha256(), NULL))
+	if (!sym_EVP_DigestInit_ex(md, sym_EVP_sha256(), NULL))
 		return -EIO;
 	(void)posix_fadvise(untrusted_src, 0, 0, POSIX_FADV_SEQUENTIAL);
 	if (c) {
@@ -449,7 +454,7 @@ receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, 
 	if (after.st_size != st.st_size || after.st_mtim.tv_sec != st.st_mtim.tv_sec ||
 	    after.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
 		return error_set(reterr, -EBUSY, "the document changed while it was read");
-	if (!EVP_DigestFinal_ex(md, d->sha256, &mdlen) || mdlen != 32)
+	if (!sym_EVP_DigestFinal_ex(md, d->sha256, &mdlen) || mdlen != 32)
 		return -EIO;
 	if (fsync(d->fd) < 0)
 		return inbox_error(reterr, -errno);
@@ -843,22 +848,26 @@ int
 envelope_open(const uint8_t key[CLIP_KEY_SIZE], const char *aad, const uint8_t *in, size_t n,
 	      uint8_t *out)
 {
-	_cleanup_(EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	_cleanup_(sym_EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = NULL;
 	const size_t head = ENVELOPE_MAGIC_SIZE + ENVELOPE_NONCE_SIZE;
-	int len = 0, fin = 0;
+	int len = 0, fin = 0, r = crypto_load(NULL);
 
+	if (r < 0)
+		return r;
+	c = sym_EVP_CIPHER_CTX_new();
 	if (!c)
 		return -ENOMEM;
 	if (n < head + ENVELOPE_TAG_SIZE || n - head - ENVELOPE_TAG_SIZE > INT32_MAX ||
 	    memcmp(in, ENVELOPE_MAGIC, ENVELOPE_MAGIC_SIZE) != 0)
 		return -EBADMSG;
-	if (!EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, in + ENVELOPE_MAGIC_SIZE) ||
-	    !EVP_DecryptUpdate(c, NULL, &len, in, (int)head) ||
-	    !EVP_DecryptUpdate(c, NULL, &len, (const uint8_t *)aad, (int)strlen(aad)) ||
-	    !EVP_DecryptUpdate(c, out, &len, in + head, (int)(n - head - ENVELOPE_TAG_SIZE)) ||
-	    !EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, ENVELOPE_TAG_SIZE,
-				 (void *)(in + n - ENVELOPE_TAG_SIZE)) ||
-	    EVP_DecryptFinal_ex(c, out + len, &fin) <= 0)
+	if (!sym_EVP_DecryptInit_ex(c, sym_EVP_aes_256_gcm(), NULL, key,
+				    in + ENVELOPE_MAGIC_SIZE) ||
+	    !sym_EVP_DecryptUpdate(c, NULL, &len, in, (int)head) ||
+	    !sym_EVP_DecryptUpdate(c, NULL, &len, (const uint8_t *)aad, (int)strlen(aad)) ||
+	    !sym_EVP_DecryptUpdate(c, out, &len, in + head, (int)(n - head - ENVELOPE_TAG_SIZE)) ||
+	    !sym_EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, ENVELOPE_TAG_SIZE,
+				     (void *)(in + n - ENVELOPE_TAG_SIZE)) ||
+	    sym_EVP_DecryptFinal_ex(c, out + len, &fin) <= 0)
 		return -EBADMSG;
 	return len + fin;
 }
@@ -924,9 +933,11 @@ envelope_head(EVP_CIPHER_CTX *c, int in_fd, const uint8_t *key, const char *targ
 		return error_set(reterr, -EBADMSG,
 				 "the envelope is cut short: %zd bytes, at least %d needed", n,
 				 ENVELOPE_HEAD + ENVELOPE_TAG_SIZE);
-	if (!EVP_DecryptInit_ex(c, EVP_aes_256_gcm(), NULL, key, head + ENVELOPE_MAGIC_SIZE) ||
-	    !EVP_DecryptUpdate(c, NULL, &(int){ 0 }, head, (int)sizeof(head)) ||
-	    !EVP_DecryptUpdate(c, NULL, &(int){ 0 }, (const uint8_t *)target, (int)strlen(target)))
+	if (!sym_EVP_DecryptInit_ex(c, sym_EVP_aes_256_gcm(), NULL, key,
+				    head + ENVELOPE_MAGIC_SIZE) ||
+	    !sym_EVP_DecryptUpdate(c, NULL, &(int){ 0 }, head, (int)sizeof(head)) ||
+	    !sym_EVP_DecryptUpdate(c, NULL, &(int){ 0 }, (const uint8_t *)target,
+				   (int)strlen(target)))
 		return error_set(reterr, -EIO, "cannot start opening the envelope");
 	return 0;
 }
@@ -963,7 +974,7 @@ envelope_body(EVP_CIPHER_CTX *c, int in_fd, int tmp_fd, const char *target,
 			held = avail;
 			continue;
 		}
-		if (!EVP_DecryptUpdate(c, out, &len, in, (int)(avail - ENVELOPE_TAG_SIZE)))
+		if (!sym_EVP_DecryptUpdate(c, out, &len, in, (int)(avail - ENVELOPE_TAG_SIZE)))
 			return error_set(reterr, -EIO, "cannot decrypt");
 		if (write_full(tmp_fd, out, (size_t)len) < 0)
 			return error_set_errno(reterr, -ENOMEM,
@@ -975,8 +986,8 @@ envelope_body(EVP_CIPHER_CTX *c, int in_fd, int tmp_fd, const char *target,
 		return error_set(reterr, -EBADMSG,
 				 "the envelope is cut short: %llu bytes, at least %d needed",
 				 (unsigned long long)(total), ENVELOPE_HEAD + ENVELOPE_TAG_SIZE);
-	if (!EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, ENVELOPE_TAG_SIZE, in) ||
-	    EVP_DecryptFinal_ex(c, out, &len) <= 0)
+	if (!sym_EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, ENVELOPE_TAG_SIZE, in) ||
+	    sym_EVP_DecryptFinal_ex(c, out, &len) <= 0)
 		return envelope_refused(total, target, reterr);
 	return 0;
 }
@@ -1012,12 +1023,16 @@ static int
 open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
 	      struct clip_error **reterr)
 {
-	_cleanup_(EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	_cleanup_(sym_EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = NULL;
 	_cleanup_close_ int tmp = -1;
 	uint8_t key[CLIP_KEY_SIZE];
 	struct stat st;
 	int in_flags = fcntl(in_fd, F_GETFL), out_flags = fcntl(out_fd, F_GETFL), r;
 
+	r = crypto_load(reterr);
+	if (r < 0)
+		return r;
+	c = sym_EVP_CIPHER_CTX_new();
 	if (!c)
 		return -ENOMEM;
 	if (in_flags < 0 || fd_is_opath(in_fd) != 0 || (in_flags & O_ACCMODE) == O_WRONLY)

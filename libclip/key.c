@@ -6,10 +6,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
-#include <openssl/core_names.h>
-#include <openssl/evp.h>
-#include <openssl/params.h>
-
+#include "crypto.h"
 #include "error.h"
 #include "key.h"
 #include "log.h"
@@ -33,35 +30,38 @@ static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
 static void
 hmac_fetch(void)
 {
-	hmac_impl = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	hmac_impl = sym_EVP_MAC_fetch(NULL, "HMAC", NULL);
 }
 
 static void __attribute__((destructor)) hmac_release(void)
 {
-	EVP_MAC_free(hmac_impl);
+	if (hmac_impl)
+		sym_EVP_MAC_free(hmac_impl);
 	hmac_impl = NULL;
 }
 
 int
 mac_sha256(const uint8_t key[CLIP_KEY_SIZE], const void *data, size_t n, uint8_t out[32])
 {
-	OSSL_PARAM params[] = {
-		OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0),
-		OSSL_PARAM_construct_end(),
-	};
+	OSSL_PARAM params[2];
 	EVP_MAC_CTX *c;
 	size_t len = 0;
-	int ok;
+	int ok = crypto_load(NULL);
 
+	if (ok < 0)
+		return ok;
+	params[0] =
+		sym_OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0);
+	params[1] = sym_OSSL_PARAM_construct_end();
 	if (pthread_once(&hmac_once, hmac_fetch) != 0 || !hmac_impl)
 		return -EIO;
-	c = EVP_MAC_CTX_new(hmac_impl);
+	c = sym_EVP_MAC_CTX_new(hmac_impl);
 	if (!c)
 		return -ENOMEM;
-	ok = EVP_MAC_init(c, key, CLIP_KEY_SIZE, params) && EVP_MAC_update(c, data, n) &&
-	     EVP_MAC_final(c, out, &len, 32) && len == 32;
+	ok = sym_EVP_MAC_init(c, key, CLIP_KEY_SIZE, params) && sym_EVP_MAC_update(c, data, n) &&
+	     sym_EVP_MAC_final(c, out, &len, 32) && len == 32;
 	/* Frees and wipes the key schedule. */
-	EVP_MAC_CTX_free(c);
+	sym_EVP_MAC_CTX_free(c);
 	return ok ? 0 : -EIO;
 }
 

@@ -15,12 +15,11 @@
 #include <sys/statfs.h>
 #include <sys/xattr.h>
 
-#include <openssl/crypto.h>
-
 #include <clip/label.h>
 #include <clip/level.h>
 
 #include "cleanup.h"
+#include "crypto.h"
 #include "ctx-internal.h"
 #include "error.h"
 #include "key.h"
@@ -265,7 +264,7 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 	r = label_mac(ctx, &id, flags, text, false, mac, reterr);
 	if (r < 0)
 		return r;
-	if (CRYPTO_memcmp(mac, untrusted_mac, sizeof(mac)) != 0) {
+	if (!crypto_equal(mac, untrusted_mac, sizeof(mac))) {
 		log_warning(ctx, "label of inode %llu does not verify",
 			    (unsigned long long)st.st_ino);
 		return error_set(reterr, -EBADMSG,

@@ -26,8 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "crypto.h"
 #include "log.h"
 #include "tpm-internal.h"
 #include "util.h"
@@ -80,12 +79,11 @@ replay_extend(uint8_t value[TPM_SHA256_SIZE], const char *what, size_t len,
 	uint8_t event[sizeof(EVENT_DOMAIN) + 4 + WHAT_MAX + TPM_SHA256_SIZE];
 	uint8_t both[2 * TPM_SHA256_SIZE];
 	size_t n = event_bytes(what, len, digest, event);
+	int r;
 
 	memcpy(both, value, TPM_SHA256_SIZE);
-	if (!EVP_Digest(event, n, both + TPM_SHA256_SIZE, NULL, EVP_sha256(), NULL) ||
-	    !EVP_Digest(both, sizeof(both), value, NULL, EVP_sha256(), NULL))
-		return -EIO;
-	return 0;
+	r = crypto_sha256(event, n, both + TPM_SHA256_SIZE);
+	return r < 0 ? r : crypto_sha256(both, sizeof(both), value);
 }
 
 /* "PCR DIGEST WHAT" without its newline; @what gets a NUL-terminated copy. */
@@ -320,8 +318,9 @@ tpm_measure(struct clip_ctx *ctx, const char *what, const void *data, size_t siz
 	if (!tpm_event_name_valid(what))
 		return error_set(reterr, -EINVAL,
 				 "an event name is 1 to 255 printable ASCII characters");
-	if (!EVP_Digest(data, size, digest, NULL, EVP_sha256(), NULL))
-		return error_set(reterr, -EIO, "cannot compute SHA-256");
+	r = crypto_sha256(data, size, digest);
+	if (r < 0)
+		return error_set(reterr, r, "cannot compute SHA-256");
 	dirfd = ctx_open_state_dir(ctx, true, reterr);
 	if (dirfd < 0)
 		return dirfd;

@@ -20,8 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include <openssl/evp.h>
-
+#include "crypto.h"
 #include "log.h"
 #include "tpm-internal.h"
 #include "util.h"
@@ -32,12 +31,6 @@
 
 /* What a sealed data object of libclip looks like: policy only, no password. */
 #define SEALED_ATTRIBUTES (TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT)
-
-static int
-sha256(const void *data, size_t n, uint8_t out[TPM_SHA256_SIZE])
-{
-	return EVP_Digest(data, n, out, NULL, EVP_sha256(), NULL) ? 0 : -EIO;
-}
 
 /* TPM2_PolicyPCR from an empty policy: H(0^32 || TPM_CC_PolicyPCR || pcrs || H(values)). */
 static int
@@ -54,7 +47,7 @@ policy_pcr_digest(uint32_t pcrs, const uint8_t values[TPM_PCR_COUNT][TPM_SHA256_
 			memcpy(buf + n, values[pcr], TPM_SHA256_SIZE);
 			n += TPM_SHA256_SIZE;
 		}
-	r = sha256(buf, n, pcr_digest);
+	r = crypto_sha256(buf, n, pcr_digest);
 	if (r < 0)
 		return r;
 	memset(buf, 0, TPM_SHA256_SIZE);
@@ -64,7 +57,7 @@ policy_pcr_digest(uint32_t pcrs, const uint8_t values[TPM_PCR_COUNT][TPM_SHA256_
 	    sym_Tss2_MU_TPML_PCR_SELECTION_Marshal(&sel, buf, sizeof(buf), &n) != TSS2_RC_SUCCESS)
 		return -EIO;
 	memcpy(buf + n, pcr_digest, TPM_SHA256_SIZE);
-	return sha256(buf, n + TPM_SHA256_SIZE, policy);
+	return crypto_sha256(buf, n + TPM_SHA256_SIZE, policy);
 }
 
 static int

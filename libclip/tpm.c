@@ -15,8 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
+#include "crypto.h"
 #include "ctx-internal.h"
 #include "error.h"
 #include "log.h"
@@ -400,7 +399,7 @@ hash_name(TPMI_ALG_HASH alg)
 	return NULL;
 }
 
-/* @data hashed with @alg into @out (a TPMU_HA); false when OpenSSL lacks it. */
+/* @data hashed with @alg into @out (a TPMU_HA); false when OpenSSL lacks it, or is missing. */
 static bool
 hash_with(TPMI_ALG_HASH alg, const void *data, size_t n, TPMU_HA *out)
 {
@@ -409,11 +408,11 @@ hash_with(TPMI_ALG_HASH alg, const void *data, size_t n, TPMU_HA *out)
 	EVP_MD *md;
 	bool ok;
 
-	if (!name || !(md = EVP_MD_fetch(NULL, name, NULL)))
+	if (!name || crypto_load(NULL) < 0 || !(md = sym_EVP_MD_fetch(NULL, name, NULL)))
 		return false;
-	ok = (size_t)EVP_MD_get_size(md) <= sizeof(*out) &&
-	     EVP_Digest(data, n, (unsigned char *)out, &len, md, NULL);
-	EVP_MD_free(md);
+	ok = (size_t)sym_EVP_MD_get_size(md) <= sizeof(*out) &&
+	     sym_EVP_Digest(data, n, (unsigned char *)out, &len, md, NULL);
+	sym_EVP_MD_free(md);
 	return ok;
 }
 

@@ -8,8 +8,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-
 #include "macro.h"
 #include "util.h"
 
@@ -101,7 +99,8 @@ buf_put_u64(struct buf *b, uint64_t v)
 void
 secure_wipe(void *p, size_t n)
 {
-	OPENSSL_cleanse(p, n);
+	/* Not optimized away, unlike memset() on memory about to be freed. */
+	explicit_bzero(p, n);
 }
 
 uint64_t

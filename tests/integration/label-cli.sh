@@ -100,6 +100,25 @@ like "is named" "$err" "unknown key provider 'nonsense'"
 expect 0 "the file key provider by name" -- "$clipctl" --state-dir "$d/state" --key-provider file --rootless label set "$d/f" s1
 mkfifo "$d/fifo"
 expect 1 "a fifo carries no label" -- "$clipctl" --state-dir "$d/state" --rootless label set "$d/fifo" s1
+
+# Without libcrypto (libclip loads it when used, doc/conventions.md): no
+# label can be set or verified, and nothing says valid; the rest works. It
+# is hidden under /dev/null in a mount namespace of its own.
+crypto=$(ldconfig -p | awk '/libcrypto\.so\.3 /{ print $NF; exit }')
+if [ "$(id -u)" = 0 ] && [ -n "$crypto" ]; then
+	hide=(unshare -m sh -c 'mount --bind /dev/null "$(readlink -f "$0")" && exec "$@"' "$crypto")
+	r=("$clipctl" --state-dir "$d/state" --rootless)
+	expect 0 "with libcrypto, the label verifies" -- "${r[@]}" label verify "$d/f"
+	expect 1 "without libcrypto, verify fails" -- "${hide[@]}" "${r[@]}" label verify "$d/f"
+	like "and names the library" "$err" "libcrypto \(OpenSSL 3\) cannot be loaded"
+	is "and says nothing is valid" "$out" ""
+	expect 1 "without libcrypto, set fails" -- "${hide[@]}" "${r[@]}" label set "$d/f" s2
+	expect 0 "the label is unchanged" -- "${r[@]}" label get "$d/f"
+	is "still s1" "$out" "s1"
+	expect 0 "without libcrypto, levels still work" -- "${hide[@]}" "${r[@]}" level check s2 s1
+else
+	skip "without libcrypto" "needs root (a private mount) and ldconfig's cache"
+fi
 rm -rf "$d"
 
 tap_plan_end

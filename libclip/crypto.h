@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libcrypto, loaded when first used (dl.h, crypto.c): linked, it cost
+ * every process that links libclip 1.2 ms at start-up, and a cage
+ * launcher, clip-python or 'clipctl cage run' compute no MAC, hash or
+ * cipher. The code calls sym_NAME for each function NAME below, after
+ * crypto_load(); the helpers load it themselves.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+
+struct clip_error;
+
+#define CRYPTO_FUNCTIONS(X) \
+	X(CRYPTO_memcmp) \
+	X(EVP_CIPHER_CTX_ctrl) \
+	X(EVP_CIPHER_CTX_free) \
+	X(EVP_CIPHER_CTX_new) \
+	X(EVP_DecryptFinal_ex) \
+	X(EVP_DecryptInit_ex) \
+	X(EVP_DecryptUpdate) \
+	X(EVP_Digest) \
+	X(EVP_DigestFinal_ex) \
+	X(EVP_DigestInit_ex) \
+	X(EVP_DigestUpdate) \
+	X(EVP_EncryptFinal_ex) \
+	X(EVP_EncryptInit_ex) \
+	X(EVP_EncryptUpdate) \
+	X(EVP_MAC_CTX_free) \
+	X(EVP_MAC_CTX_new) \
+	X(EVP_MAC_fetch) \
+	X(EVP_MAC_final) \
+	X(EVP_MAC_free) \
+	X(EVP_MAC_init) \
+	X(EVP_MAC_update) \
+	X(EVP_MD_CTX_free) \
+	X(EVP_MD_CTX_new) \
+	X(EVP_MD_fetch) \
+	X(EVP_MD_free) \
+	X(EVP_MD_get_size) \
+	X(EVP_aes_256_gcm) \
+	X(EVP_sha256) \
+	X(OSSL_PARAM_construct_end) \
+	X(OSSL_PARAM_construct_utf8_string)
+
+#define CRYPTO_DL_DECLARE(name) extern __typeof__(name) *sym_##name;
+CRYPTO_FUNCTIONS(CRYPTO_DL_DECLARE)
+#undef CRYPTO_DL_DECLARE
+
+/* Load libcrypto once per process: 0, or -EOPNOTSUPP saying it is missing. */
+int crypto_load(struct clip_error **reterr);
+
+/* SHA-256 of @n bytes: 0, -EIO, or -EOPNOTSUPP without libcrypto. */
+int crypto_sha256(const void *data, size_t n, uint8_t out[32]);
+
+/* Whether @a and @b are equal, in time independent of where they differ; false without libcrypto. */
+bool crypto_equal(const void *a, const void *b, size_t n);
