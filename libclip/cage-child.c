@@ -870,7 +870,8 @@ cgroups_join(int sock, int fail_fd)
 		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
 	if (r != 1 || c != 'c' || (mh.msg_flags & MSG_CTRUNC) || n > _CG_V1_MAX)
 		cage_child_fail(fail_fd, STEP_CGROUP, EPROTO);
-	memcpy(fds, CMSG_DATA(cm), n * sizeof(int));
+	if (n > 0)
+		memcpy(fds, CMSG_DATA(cm), n * sizeof(int));
 	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(fds));
 	for (size_t i = 0; i < n; i++)
 		close(fds[i]);
