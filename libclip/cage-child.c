@@ -35,6 +35,7 @@
 #include <cap-ng.h>
 
 #include "cage-child.h"
+#include "util.h"
 
 /* Newer than the headers of Debian 12 (Linux 6.1). */
 #ifndef SECBIT_EXEC_RESTRICT_FILE
@@ -848,30 +849,11 @@ static void
 cgroups_join(int sock, int fail_fd)
 {
 	int fds[_CG_V1_MAX] = { -1, -1, -1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(fds))];
-	} u;
-	char c = 0;
-	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm;
 	size_t n = 0;
-	ssize_t r;
+	char c = 0;
 
-	do
-		r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (r < 0 && errno == EINTR);
-	cm = r == 1 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
-		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-	if (r != 1 || c != 'c' || (mh.msg_flags & MSG_CTRUNC) || n > _CG_V1_MAX)
+	if (recv_fds(sock, &c, 1, fds, _CG_V1_MAX, &n) != 1 || c != 'c')
 		cage_child_fail(fail_fd, STEP_CGROUP, EPROTO);
-	if (n > 0)
-		memcpy(fds, CMSG_DATA(cm), n * sizeof(int));
 	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(fds));
 	for (size_t i = 0; i < n; i++)
 		close(fds[i]);
@@ -882,22 +864,8 @@ static int
 send_ready(int sock, int pidfd)
 {
 	struct cage_msg m = { .type = MSG_READY, .value = pidfd >= 0 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u = { 0 };
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (pidfd >= 0) {
-		mh.msg_control = u.buf;
-		mh.msg_controllen = sizeof(u.buf);
-		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
-		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
-		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &pidfd, sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -1;
+	return send_fds(sock, &m, sizeof(m), &pidfd, pidfd >= 0);
 }
 
 _Noreturn void

@@ -369,30 +369,14 @@ static int
 child_report(int fd, bool rootless, const char *what, int *ret_fd, struct clip_error **reterr)
 {
 	struct cage_msg m;
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} u;
-	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm;
 	int passed = -1;
 	char buf[128];
-	ssize_t n;
+	size_t n_fds;
+	ssize_t n = recv_fds(fd, &m, sizeof(m), &passed, 1, &n_fds);
 
-	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	cm = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-	    cm->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(&passed, CMSG_DATA(cm), sizeof(int));
 	if (n == 0)
 		return error_set(reterr, -EIO, "%s: the cage's process died during set-up", what);
-	if (n != sizeof(m) || m.step < 0 || m.step >= _STEP_MAX || (mh.msg_flags & MSG_CTRUNC)) {
+	if (n != sizeof(m) || m.step < 0 || m.step >= _STEP_MAX) {
 		if (passed >= 0)
 			close(passed);
 		return error_set(reterr, -EIO, "%s: bad report from the cage's process", what);
@@ -419,26 +403,13 @@ child_report(int fd, bool rootless, const char *what, int *ret_fd, struct clip_e
 static int
 send_tasks(int sock, const int fds[_CG_V1_MAX])
 {
-	char byte = 'c';
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(_CG_V1_MAX * sizeof(int))];
-	} u = { 0 };
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int open_fds[_CG_V1_MAX];
 	size_t k = 0;
 
 	for (size_t i = 0; i < _CG_V1_MAX; i++)
 		if (fds[i] >= 0)
-			memcpy(CMSG_DATA(&u.h) + k++ * sizeof(int), &fds[i], sizeof(int));
-	if (k > 0) {
-		mh.msg_control = u.buf;
-		mh.msg_controllen = CMSG_SPACE(k * sizeof(int));
-		u.h.cmsg_level = SOL_SOCKET;
-		u.h.cmsg_type = SCM_RIGHTS;
-		u.h.cmsg_len = CMSG_LEN(k * sizeof(int));
-	}
-	return sendmsg(sock, &mh, MSG_NOSIGNAL) == 1 ? 0 : -1;
+			open_fds[k++] = fds[i];
+	return send_fds(sock, "c", 1, open_fds, k);
 }
 
 static int

@@ -439,31 +439,7 @@ proto_recv(int sock, struct proto_msg *msg, struct clip_error **reterr)
 int
 proto_send_raw(int sock, const void *buf, size_t n, int fd)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} control;
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *c;
-
-		memset(&control, 0, sizeof(control));
-		mh.msg_control = control.buf;
-		mh.msg_controllen = sizeof(control.buf);
-		c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	for (;;) {
-		if (sendmsg(sock, &mh, MSG_NOSIGNAL) >= 0)
-			return 0;
-		if (errno != EINTR)
-			return -errno;
-	}
+	return send_fds(sock, buf, n, &fd, fd >= 0);
 }
 
 int

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,4 +209,89 @@ write_file_atomic(int dirfd, const char *name, const void *data, size_t size, mo
 	if (r < 0)
 		return r;
 	return fsync(dirfd) < 0 ? -errno : 0;
+}
+
+int
+send_fds(int sock, const void *buf, size_t n, const int *fds, size_t n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
+	} control = { 0 };
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (n_fds > FDS_MAX)
+		return -EINVAL;
+	if (n_fds > 0) {
+		struct cmsghdr *c;
+
+		mh.msg_control = control.buf;
+		mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+	}
+	for (;;) {
+		if (sendmsg(sock, &mh, MSG_NOSIGNAL) >= 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+ssize_t
+recv_fds(int sock, void *buf, size_t size, int *fds, size_t max_fds, size_t *ret_n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
+	} control;
+	struct iovec iov = { .iov_base = buf, .iov_len = size };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = control.buf,
+			     .msg_controllen = CMSG_SPACE(max_fds * sizeof(int)) };
+	size_t n_fds = 0;
+	bool bad = false;
+	ssize_t n;
+
+	*ret_n_fds = 0;
+	if (max_fds > FDS_MAX)
+		return -EINVAL;
+	if (max_fds == 0)
+		mh.msg_control = NULL, mh.msg_controllen = 0;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* Every descriptor collected first, so that each is closed on a refusal. */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS
+				   ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int)
+				   : 0;
+
+		bad |= k == 0;
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (n_fds < max_fds)
+				fds[n_fds++] = fd;
+			else {
+				close(fd);
+				bad = true;
+			}
+		}
+	}
+	if (bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (size_t i = 0; i < n_fds; i++)
+			close(fds[i]);
+		return -EBADMSG;
+	}
+	*ret_n_fds = n_fds;
+	return n;
 }

@@ -35,16 +35,35 @@ void buf_put_u64(struct buf *b, uint64_t v);
 /* Wipe a secret so that the compiler cannot drop the stores. */
 void secure_wipe(void *p, size_t n);
 
-/*
- * Read or write exactly @n bytes, retrying on EINTR and short transfers.
- * 0, or -errno; reading fails with -EIO at end of file.
- */
 /* CLOCK_MONOTONIC, in nanoseconds and in milliseconds. */
 uint64_t now_ns(void);
 long long now_ms(void);
 
+/*
+ * Read or write exactly @n bytes, retrying on EINTR and short transfers.
+ * 0, or -errno; reading fails with -EIO at end of file.
+ */
 int read_full(int fd, void *p, size_t n);
 int write_full(int fd, const void *p, size_t n);
+
+/* The most descriptors send_fds() and recv_fds() carry in one message. */
+#define FDS_MAX 4
+
+/*
+ * Send @n bytes as one message with the @n_fds descriptors of @fds
+ * (SCM_RIGHTS; none when 0, at most FDS_MAX), MSG_NOSIGNAL, retried on
+ * EINTR. 0, or -errno. Allocates nothing: a cage's init uses it.
+ */
+int send_fds(int sock, const void *buf, size_t n, const int *fds, size_t n_fds);
+
+/*
+ * Receive one message into @buf (@size bytes) with up to @max_fds (at most
+ * FDS_MAX) descriptors into @fds (MSG_CMSG_CLOEXEC), retried on EINTR: its
+ * length, 0 at end of stream, their number in *@ret_n_fds. -EBADMSG, every
+ * descriptor closed, when the data or the descriptors were cut or came
+ * with other control data; -errno. Allocates nothing.
+ */
+ssize_t recv_fds(int sock, void *buf, size_t size, int *fds, size_t max_fds, size_t *ret_n_fds);
 
 /*
  * Write @size bytes to an unnamed file in @dirfd (O_TMPFILE, @mode) and

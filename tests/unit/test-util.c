@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The internal helpers every module shares: passing descriptors over a socket. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "helpers.h"
+#include "util.h"
+
+/* A SOCK_SEQPACKET pair, as the cage's and the mediator's sockets. */
+static void
+pair(int sv[2])
+{
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+}
+
+/* Whether @fd is open in this process. */
+static bool
+is_open(int fd)
+{
+	return fcntl(fd, F_GETFD) >= 0;
+}
+
+Test(util, descriptors_go_with_their_message)
+{
+	int sv[2], fds[3], got[FDS_MAX] = { -1, -1, -1, -1 };
+	char buf[8] = "";
+	size_t n = 99;
+
+	pair(sv);
+	for (int i = 0; i < 3; i++)
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(send_fds(sv[0], "abc", 3, fds, 3), 0);
+	cr_assert_eq(recv_fds(sv[1], buf, sizeof(buf), got, FDS_MAX, &n), 3);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(buf, "abc");
+	for (size_t i = 0; i < n; i++) {
+		cr_assert(is_open(got[i]));
+		cr_assert_eq(fcntl(got[i], F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+		close(got[i]);
+	}
+	/* None: the message alone. */
+	cr_assert_eq(send_fds(sv[0], "d", 1, NULL, 0), 0);
+	cr_assert_eq(recv_fds(sv[1], buf, sizeof(buf), got, FDS_MAX, &n), 1);
+	cr_assert_eq(n, 0);
+	/* The end of the stream. */
+	close(sv[0]);
+	cr_assert_eq(recv_fds(sv[1], buf, sizeof(buf), got, FDS_MAX, &n), 0);
+	cr_assert_eq(n, 0);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	close(sv[1]);
+}
+
+/* More descriptors than the receiver takes, or a longer message: refused, nothing left open. */
+Test(util, what_is_cut_is_refused_and_closed)
+{
+	int sv[2], fds[3], got[FDS_MAX] = { -1, -1, -1, -1 }, probe;
+	char buf[2];
+	size_t n = 99;
+
+	pair(sv);
+	for (int i = 0; i < 3; i++)
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	/* The lowest free descriptor now: what the receiver would get first. */
+	probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	close(probe);
+
+	cr_assert_eq(send_fds(sv[0], "a", 1, fds, 3), 0);
+	cr_assert_eq(recv_fds(sv[1], buf, sizeof(buf), got, 2, &n), -EBADMSG);
+	cr_assert_eq(n, 0);
+	cr_assert(!is_open(probe) && !is_open(probe + 1) && !is_open(probe + 2),
+		  "no received descriptor is left open");
+
+	cr_assert_eq(send_fds(sv[0], "abc", 3, fds, 1), 0);
+	cr_assert_eq(recv_fds(sv[1], buf, sizeof(buf), got, FDS_MAX, &n), -EBADMSG);
+	cr_assert(!is_open(probe), "a longer message: its descriptor closed");
+
+	cr_assert_eq(send_fds(sv[0], "a", 1, fds, FDS_MAX + 1), -EINVAL);
+	cr_assert_eq(recv_fds(sv[1], buf, sizeof(buf), got, FDS_MAX + 1, &n), -EINVAL);
+	for (int i = 0; i < 3; i++)
+		close(fds[i]);
+	close(sv[0]);
+	close(sv[1]);
+}
