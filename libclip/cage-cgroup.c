@@ -206,48 +206,34 @@ v2_delegates(const char *parent, const char *controller)
 	return write_file(parent, "cgroup.subtree_control", plus) == 0;
 }
 
+/*
+ * Limit @i of @l into the cgroup @dir, of cgroup2 (@v2) or of its v1
+ * hierarchy: memory and tasks as counts, the CPU as a quota in
+ * microseconds per 100 ms period.
+ */
 static int
-v2_limit(const char *dir, int i, const struct clip_cage_limits *l)
+limit_write(const char *dir, bool v2, int i, const struct clip_cage_limits *l)
 {
+	unsigned long long value = limit_of(l, i) * (i == CG_V1_CPU ? 1000 : 1);
 	char v[64];
 	int r;
 
+	snprintf(v, sizeof(v), v2 && i == CG_V1_CPU ? "%llu 100000" : "%llu", value);
 	switch (i) {
 	case CG_V1_MEMORY:
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory_max);
-		r = write_file(dir, "memory.max", v);
+		r = write_file(dir, v2 ? "memory.max" : "memory.limit_in_bytes", v);
+		/* No swap on cgroup2; on v1, swap counted too where the kernel accounts it. */
 		if (r == 0)
-			(void)write_file(dir, "memory.swap.max", "0");
+			(void)write_file(dir,
+					 v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes",
+					 v2 ? "0" : v);
 		return r;
 	case CG_V1_PIDS:
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->tasks_max);
 		return write_file(dir, "pids.max", v);
 	default:
-		snprintf(v, sizeof(v), "%u 100000", l->cpu_quota_percent * 1000);
-		return write_file(dir, "cpu.max", v);
-	}
-}
-
-static int
-v1_limit(const char *dir, int i, const struct clip_cage_limits *l)
-{
-	char v[64];
-	int r;
-
-	switch (i) {
-	case CG_V1_MEMORY:
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->memory_max);
-		r = write_file(dir, "memory.limit_in_bytes", v);
-		/* Swap counted too, where the kernel accounts it. */
-		if (r == 0)
-			(void)write_file(dir, "memory.memsw.limit_in_bytes", v);
-		return r;
-	case CG_V1_PIDS:
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)l->tasks_max);
-		return write_file(dir, "pids.max", v);
-	default:
+		if (v2)
+			return write_file(dir, "cpu.max", v);
 		r = write_file(dir, "cpu.cfs_period_us", "100000");
-		snprintf(v, sizeof(v), "%u", l->cpu_quota_percent * 1000);
 		return r < 0 ? r : write_file(dir, "cpu.cfs_quota_us", v);
 	}
 }
@@ -293,7 +279,7 @@ cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 	}
 	cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	for (int i = 0; i < _CG_V1_MAX; i++)
-		if ((take & (1u << i)) && v2_limit(cg->v2, i, l) == 0)
+		if ((take & (1u << i)) && limit_write(cg->v2, true, i, l) == 0)
 			cg->done |= limit_bits[i];
 }
 
@@ -371,7 +357,7 @@ cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 		if (!is_fs(mnt, CGROUP_SUPER_MAGIC) ||
 		    make_leaf(mnt, cg->own[i], leaf, &cg->v1[i]) < 0)
 			continue;
-		if (v1_limit(cg->v1[i], i, l) == 0)
+		if (limit_write(cg->v1[i], false, i, l) == 0)
 			cg->done |= limit_bits[i];
 	}
 	own_free(cg->own);

@@ -850,12 +850,15 @@ in_cage_cgroup(const char *cgroups, const char *controller)
 	       strstr(line, "/clip-cgt-") < strchrnul(line, '\n');
 }
 
-/* This process's directory in the v1 hierarchy of @controller, or "" where there is none. */
+/* The directory of process @pid (0: this one) in the v1 hierarchy of @controller, or "". */
 static void
-own_v1_dir(const char *controller, char *ret, size_t size)
+v1_dir(pid_t pid, const char *controller, char *ret, size_t size)
 {
-	char line[4096], key[32];
-	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[4096], key[32], path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid ? (int)pid : (int)getpid());
+	f = fopen(path, "re");
 
 	ret[0] = '\0';
 	cr_assert(f);
@@ -887,6 +890,60 @@ leaf_made(char *path, size_t size, const char *dir, const char *name, long age)
 	cr_assert_eq(utimensat(AT_FDCWD, path, t, 0), 0);
 }
 
+/* The first line of @dir/@file, without its newline. */
+static void
+first_line(const char *dir, const char *file, char *ret, size_t size)
+{
+	char path[4200];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	cr_assert(f, "%s: %s", path, strerror(errno));
+	if (!fgets(ret, (int)size, f))
+		ret[0] = '\0';
+	ret[strcspn(ret, "\n")] = '\0';
+	fclose(f);
+}
+
+/* What the v1 hierarchies of this host hold for each limit, as the profile says. */
+Test(cage_life, each_limit_is_written_where_it_goes)
+{
+	const char *text = "[Cage]\nName=lim\n[Limits]\nMemoryMax=64M\nTasksMax=16\nCPUQuota=50%\n";
+	char dir[4096], v[64];
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c;
+	int *pids = NULL;
+	size_t n = 0;
+
+	if (geteuid() != 0)
+		cr_skip_test("not root: no cgroup limits on this host");
+	c = started(&ctx, text);
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	cr_assert_geq(n, 1);
+	v1_dir(pids[0], "memory", dir, sizeof(dir));
+	if (!dir[0] || access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) < 0)
+		cr_skip_test("no v1 memory and cpu hierarchies on this host");
+	first_line(dir, "memory.limit_in_bytes", v, sizeof(v));
+	cr_assert_str_eq(v, "67108864");
+	if (access("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", F_OK) == 0) {
+		first_line(dir, "memory.memsw.limit_in_bytes", v, sizeof(v));
+		cr_assert_str_eq(v, "67108864", "swap counted too");
+	}
+	v1_dir(pids[0], "pids", dir, sizeof(dir));
+	first_line(dir, "pids.max", v, sizeof(v));
+	cr_assert_str_eq(v, "16");
+	v1_dir(pids[0], "cpu", dir, sizeof(dir));
+	first_line(dir, "cpu.cfs_period_us", v, sizeof(v));
+	cr_assert_str_eq(v, "100000");
+	first_line(dir, "cpu.cfs_quota_us", v, sizeof(v));
+	cr_assert_str_eq(v, "50000", "half a CPU");
+	free(pids);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
 /*
  * A start removes the cgroups that launchers which died left beside its
  * own (their pid no longer runs, made over a minute ago), and those only.
@@ -903,7 +960,7 @@ Test(cage_life, a_start_removes_what_dead_launchers_left)
 		cr_skip_test("not root: no cgroup limits on this host");
 	/* Its skips first, before any directory is made. */
 	c = new_or_skip(&ctx, "[Cage]\nName=sweep\n[Limits]\nTasksMax=16\n");
-	own_v1_dir("pids", dir, sizeof(dir));
+	v1_dir(0, "pids", dir, sizeof(dir));
 	if (!dir[0])
 		cr_skip_test("no v1 pids hierarchy on this host");
 	f = fopen("/proc/sys/kernel/pid_max", "re");
