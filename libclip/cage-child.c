@@ -196,22 +196,28 @@ network_setup(const struct clip_cage_profile *p)
 
 /* -- mounts ---------------------------------------------------------- */
 
+/*
+ * @path and its missing parents, which get @mode too. The directory itself
+ * first: in the staging tree its parent nearly always exists, and one
+ * system call is then all it costs.
+ */
 static int
 mkdir_p(char *path, mode_t mode)
 {
-	for (char *s = path + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (mkdir(path, mode) < 0 && errno != EEXIST) {
-			*s = '/';
-			return -1;
-		}
-		*s = '/';
-	}
-	if (mkdir(path, mode) < 0 && errno != EEXIST)
+	char *slash;
+	int r;
+
+	if (mkdir(path, mode) == 0 || errno == EEXIST)
+		return 0;
+	slash = strrchr(path, '/');
+	if (errno != ENOENT || !slash || slash == path)
 		return -1;
-	return 0;
+	*slash = '\0';
+	r = mkdir_p(path, mode);
+	*slash = '/';
+	if (r < 0)
+		return -1;
+	return mkdir(path, mode) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 /* An empty file or directory at @path to mount a clone of @fd on. */
