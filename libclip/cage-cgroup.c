@@ -390,16 +390,19 @@ cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
  * writes them.
  */
 int
-cage_cgroups_open_tasks(const struct cage_cgroups *cg, int fds[_CG_V1_MAX])
+cage_cgroups_open_tasks(const struct cage_cgroups *cg, bool parent, int fds[_CG_V1_MAX])
 {
 	char path[PATH_MAX];
 
 	for (int i = 0; i < _CG_V1_MAX; i++)
 		fds[i] = -1;
 	for (int i = 0; i < _CG_V1_MAX; i++) {
+		const char *slash = cg->v1[i] ? strrchr(cg->v1[i], '/') : NULL;
+		int len = parent && slash ? (int)(slash - cg->v1[i]) : INT_MAX;
+
 		if (!cg->v1[i])
 			continue;
-		if (snprintf(path, sizeof(path), "%s/tasks", cg->v1[i]) >= (int)sizeof(path))
+		if (snprintf(path, sizeof(path), "%.*s/tasks", len, cg->v1[i]) >= (int)sizeof(path))
 			return -ENAMETOOLONG;
 		fds[i] = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
 		if (fds[i] < 0)
@@ -432,7 +435,7 @@ cage_cgroups_join_v1_self(const struct cage_cgroups *cg)
 {
 	int fds[_CG_V1_MAX], r;
 
-	r = cage_cgroups_open_tasks(cg, fds);
+	r = cage_cgroups_open_tasks(cg, false, fds);
 	if (r >= 0)
 		r = cage_cgroups_join_tasks(fds);
 	cage_cgroups_close_tasks(fds);
@@ -457,6 +460,16 @@ cage_cgroups_kill(const struct cage_cgroups *cg)
 	if (!cg->v2)
 		return -EOPNOTSUPP;
 	return write_file(cg->v2, "cgroup.kill", "1");
+}
+
+void
+cage_cgroups_remove_v1(struct cage_cgroups *cg)
+{
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if (cg->v1[i] && rmdir(cg->v1[i]) == 0) {
+			free(cg->v1[i]);
+			cg->v1[i] = NULL;
+		}
 }
 
 void

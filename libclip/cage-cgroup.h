@@ -38,8 +38,13 @@ void cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const
 unsigned cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
 				const struct clip_cage_limits *limits);
 
-/* The v1 "tasks" files, opened for the init to move itself (-1 where none); and closed. */
-int cage_cgroups_open_tasks(const struct cage_cgroups *cg, int fds[_CG_V1_MAX]);
+/*
+ * The v1 "tasks" files, opened for the init to move itself (-1 where
+ * none): the cage's, or with @parent those of the launcher's own cgroups
+ * beside them, which the init moves back to once the cage's processes are
+ * in (so that stopping removes the cage's while the init dies). And closed.
+ */
+int cage_cgroups_open_tasks(const struct cage_cgroups *cg, bool parent, int fds[_CG_V1_MAX]);
 void cage_cgroups_close_tasks(int fds[_CG_V1_MAX]);
 
 /* Move the calling single-threaded process through the opened "tasks" files. */
@@ -53,6 +58,9 @@ int cage_cgroups_join_v2(const struct cage_cgroups *cg, pid_t pid);
 
 /* cgroup.kill: -EOPNOTSUPP without a cgroup2 cgroup. */
 int cage_cgroups_kill(const struct cage_cgroups *cg);
+
+/* Remove the v1 cgroups that are empty already, and forget those. */
+void cage_cgroups_remove_v1(struct cage_cgroups *cg);
 
 /* Remove the (empty) cgroups and free the paths. */
 void cage_cgroups_destroy(struct cage_cgroups *cg);

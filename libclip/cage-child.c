@@ -883,7 +883,7 @@ cage_init_main(const struct cage_init_args *a)
 	const char *test = a->first ? a->first->test_disable : NULL;
 	const bool landlock_early = a->landlock_abi > 0 && !test_disabled(test, "landlock");
 	const bool seccomp_early = !test_disabled(test, "seccomp");
-	int ruleset = -1;
+	int ruleset = -1, back[_CG_V1_MAX];
 	pid_t first = 0;
 	sigset_t set;
 	char go;
@@ -910,7 +910,7 @@ cage_init_main(const struct cage_init_args *a)
 		CHECK(STEP_NETWORK, network_setup(p));
 	mounts_setup(p, fail_fd);
 	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
-	cgroups_join(sock, fail_fd);
+	cgroups_join(sock, fail_fd, back);
 	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));
 	/*
 	 * Landlock and the default seccomp filter now, before the first
@@ -929,6 +929,7 @@ cage_init_main(const struct cage_init_args *a)
 	if (a->first)
 		first = first_fork(a->first, ruleset, seccomp_early, &first_pidfd, &first_err,
 				   fail_fd);
+	cgroups_leave(back, fail_fd);
 	if (ruleset >= 0)
 		close(ruleset);
 
@@ -995,5 +996,5 @@ cage_init_main(const struct cage_init_args *a)
 		close(first_pidfd);
 	if (!a->first)
 		close(sock);
-	init_loop(sock, first);
+	init_loop(sock, first, a->end_with_first);
 }

@@ -69,8 +69,8 @@ struct cage_init_args {
 	const struct clip_cage_profile *profile;
 	/*
 	 * To the parent: a "go" byte in, then "c" with the v1 cgroups'
-	 * "tasks" files, which init writes to move itself (cage-cgroup.c);
-	 * cage_msg out.
+	 * "tasks" files, which init writes to move itself (cage-cgroup.c),
+	 * and those of the launcher's, which it moves back to; cage_msg out.
 	 */
 	int sock;
 	bool rootless;

@@ -399,21 +399,33 @@ child_report(int fd, bool rootless, const char *what, int *ret_fd, struct clip_e
 			  cage_step_names[m.step], strerror_r(m.error, buf, sizeof(buf)));
 }
 
-/* "c" with the v1 cgroups' "tasks" files that are open (cage-child.c, cgroups_join()). */
+/*
+ * "c", the number of the cage's v1 "tasks" files, then those open and
+ * those of the launcher's cgroups beside them, which the init returns to
+ * (none where one of them could not be opened) (cage-child.c,
+ * cgroups_join()).
+ */
 static int
-send_tasks(int sock, const int fds[_CG_V1_MAX])
+send_tasks(int sock, const int tasks[_CG_V1_MAX], const int parents[_CG_V1_MAX])
 {
-	int open_fds[_CG_V1_MAX];
-	size_t k = 0;
+	int fds[2 * _CG_V1_MAX];
+	size_t k = 0, n;
+	bool back = true;
 
 	for (size_t i = 0; i < _CG_V1_MAX; i++)
-		if (fds[i] >= 0)
-			open_fds[k++] = fds[i];
-	return send_fds(sock, "c", 1, open_fds, k);
+		if (tasks[i] >= 0) {
+			fds[k++] = tasks[i];
+			back = back && parents[i] >= 0;
+		}
+	n = k;
+	for (size_t i = 0; back && i < _CG_V1_MAX; i++)
+		if (tasks[i] >= 0)
+			fds[n++] = parents[i];
+	return send_fds(sock, (char[]){ 'c', (char)k }, 2, fds, n);
 }
 
 static int
-cage_clone(struct clip_cage *c, int sock, int other, bool registered,
+cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 	   const struct cage_exec_args *first, bool *into_cgroup)
 {
 	struct cage_init_args args = {
@@ -511,7 +523,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	_cleanup_close_ int sock = -1;
 	int sv[2], r, pid, first_pidfd = -1;
 	char leaf[96], veth[IFNAMSIZ];
-	int tasks[_CG_V1_MAX];
+	int tasks[_CG_V1_MAX] = { -1, -1, -1 }, parents[_CG_V1_MAX] = { -1, -1, -1 };
 	bool into_cgroup;
 
 	r = cage_seccomp_compile(p, reterr);
@@ -583,12 +595,16 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	/* The v1 cgroups while the init sets up; it joins them once done. */
 	if (r >= 0) {
 		c->missing |= cage_cgroups_create_v1(c->ctx, &c->cg, leaf, &p->limits);
-		r = cage_cgroups_open_tasks(&c->cg, tasks);
+		r = cage_cgroups_open_tasks(&c->cg, false, tasks);
+		/* Without them (a rootless launcher, say) the init stays in the cage's. */
+		if (r >= 0 && cage_cgroups_open_tasks(&c->cg, true, parents) < 0)
+			cage_cgroups_close_tasks(parents);
 		if (r < 0)
 			error_set_errno(reterr, r, "cannot open the cage's cgroups");
-		else if (send_tasks(sock, tasks) < 0)
+		else if (send_tasks(sock, tasks, parents) < 0)
 			r = error_set_errno(reterr, -EIO, "cannot send the cage's cgroups");
 		cage_cgroups_close_tasks(tasks);
+		cage_cgroups_close_tasks(parents);
 	}
 	if (r >= 0)
 		r = child_report(sock, c->rootless, p->name, first ? &first_pidfd : NULL, reterr);
@@ -1298,6 +1314,11 @@ cage_stop(struct clip_cage *c, unsigned grace_ms, struct clip_error **reterr)
 	(void)cage_cgroups_kill(&c->cg);
 	if (pidfd_signal(c->pidfd, SIGKILL) < 0 && errno != ESRCH)
 		return error_set_errno(reterr, -EPERM, "cannot kill the cage's init");
+	/*
+	 * The init left the v1 cgroups (cage-child.c, cgroups_leave()): those
+	 * already empty go while it dies, the others once it is dead.
+	 */
+	cage_cgroups_remove_v1(&c->cg);
 	return cage_wait(c, -1);
 }
 

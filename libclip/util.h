@@ -47,7 +47,7 @@ int read_full(int fd, void *p, size_t n);
 int write_full(int fd, const void *p, size_t n);
 
 /* The most descriptors send_fds() and recv_fds() carry in one message. */
-#define FDS_MAX 4
+#define FDS_MAX 6
 
 /*
  * Send @n bytes as one message with the @n_fds descriptors of @fds

@@ -906,22 +906,40 @@ first_line(const char *dir, const char *file, char *ret, size_t size)
 	fclose(f);
 }
 
+/* The pid behind @pidfd, in our pid namespace. */
+static pid_t
+pidfd_pid(int pidfd)
+{
+	char path[64], line[256];
+	int pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	f = fopen(path, "re");
+	cr_assert(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	cr_assert_gt(pid, 0);
+	return pid;
+}
+
 /* What the v1 hierarchies of this host hold for each limit, as the profile says. */
 Test(cage_life, each_limit_is_written_where_it_goes)
 {
 	const char *text = "[Cage]\nName=lim\n[Limits]\nMemoryMax=64M\nTasksMax=16\nCPUQuota=50%\n";
-	char dir[4096], v[64];
 	struct clip_ctx *ctx = NULL;
+	char dir[4096], v[64];
 	struct clip_cage *c;
-	int *pids = NULL;
-	size_t n = 0;
+	int pidfd;
+	pid_t pid;
 
 	if (geteuid() != 0)
 		cr_skip_test("not root: no cgroup limits on this host");
-	c = started(&ctx, text);
-	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
-	cr_assert_geq(n, 1);
-	v1_dir(pids[0], "memory", dir, sizeof(dir));
+	c = started_with(&ctx, text, "exec sleep 100", NULL, 0, &pidfd);
+	pid = pidfd_pid(pidfd);
+	v1_dir(pid, "memory", dir, sizeof(dir));
 	if (!dir[0] || access("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", F_OK) < 0)
 		cr_skip_test("no v1 memory and cpu hierarchies on this host");
 	first_line(dir, "memory.limit_in_bytes", v, sizeof(v));
@@ -930,16 +948,52 @@ Test(cage_life, each_limit_is_written_where_it_goes)
 		first_line(dir, "memory.memsw.limit_in_bytes", v, sizeof(v));
 		cr_assert_str_eq(v, "67108864", "swap counted too");
 	}
-	v1_dir(pids[0], "pids", dir, sizeof(dir));
+	v1_dir(pid, "pids", dir, sizeof(dir));
 	first_line(dir, "pids.max", v, sizeof(v));
 	cr_assert_str_eq(v, "16");
-	v1_dir(pids[0], "cpu", dir, sizeof(dir));
+	v1_dir(pid, "cpu", dir, sizeof(dir));
 	first_line(dir, "cpu.cfs_period_us", v, sizeof(v));
 	cr_assert_str_eq(v, "100000");
 	first_line(dir, "cpu.cfs_quota_us", v, sizeof(v));
 	cr_assert_str_eq(v, "50000", "half a CPU");
-	free(pids);
 	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	close(pidfd);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * The init joins the cage's v1 cgroups only to root its cgroup namespace
+ * there and to start the first process in them, then goes back to the
+ * launcher's: the cage's cgroups hold the cage's processes alone, so that
+ * stopping removes them while the init dies. They are gone after the stop.
+ */
+Test(cage_life, the_init_leaves_the_v1_cgroups_to_the_processes)
+{
+	struct clip_ctx *ctx = NULL;
+	char own[4096], init_dir[4096], first_dir[4096];
+	struct clip_cage *c;
+	int pidfd, *pids = NULL;
+	size_t n = 0;
+
+	if (geteuid() != 0)
+		cr_skip_test("not root: no cgroup limits on this host");
+	v1_dir(0, "pids", own, sizeof(own));
+	if (!own[0])
+		cr_skip_test("no v1 pids hierarchy on this host");
+	c = started_with(&ctx, "[Cage]\nName=leave\n[Limits]\nTasksMax=16\n", "exec sleep 100",
+			 NULL, 0, &pidfd);
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	cr_assert_geq(n, 2);
+	v1_dir(pids[0], "pids", init_dir, sizeof(init_dir));
+	v1_dir(pidfd_pid(pidfd), "pids", first_dir, sizeof(first_dir));
+	free(pids);
+	cr_assert_str_eq(init_dir, own, "the init is back in the launcher's cgroup");
+	cr_assert(strstr(first_dir, "/clip-leave-") && strncmp(first_dir, own, strlen(own)) == 0,
+		  "the first process is in the cage's: %s", first_dir);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert(access(first_dir, F_OK) < 0 && errno == ENOENT, "%s: still there", first_dir);
+	close(pidfd);
 	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
 }
@@ -994,7 +1048,7 @@ Test(cage_life, processes_join_the_cgroups_and_their_namespace)
 {
 	struct clip_ctx *ctx = NULL;
 	char buf[1024] = "", path[64], host[4096] = "";
-	int p[2], fds[2], pidfd, status = -1, pid = -1;
+	int p[2], fds[2], pidfd, status = -1;
 	struct clip_cage *c;
 	ssize_t len;
 	FILE *f;
@@ -1023,15 +1077,7 @@ Test(cage_life, processes_join_the_cgroups_and_their_namespace)
 	cr_assert(strstr(buf, "0::/\n") && strstr(buf, "pids:/\n") && strstr(buf, "memory:/\n"),
 		  "%s", buf);
 	/* From the host: the process behind the pidfd is in the cage's own cgroups. */
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	f = fopen(path, "re");
-	cr_assert(f);
-	while (fgets(host, sizeof(host), f))
-		if (sscanf(host, "Pid: %d", &pid) == 1)
-			break;
-	fclose(f);
-	cr_assert_gt(pid, 0);
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", pid);
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", pidfd_pid(pidfd));
 	host[0] = '\0';
 	f = fopen(path, "re");
 	cr_assert(f);
