@@ -211,7 +211,7 @@ cage_run(struct clipctl *c, int argc, char **argv)
 		return r;
 	if (optind >= argc)
 		return fail_usage("cage run: no command given");
-	r = start_cage(c, &o, 0, argv + optind, &pidfd, &ctx, &cage);
+	r = start_cage(c, &o, CLIP_CAGE_START_END_WITH_FIRST, argv + optind, &pidfd, &ctx, &cage);
 	if (r != 0)
 		return r;
 	status = wait_status(cage, pidfd);

@@ -771,9 +771,15 @@ cage_clone3(struct clone_args *ca)
 		       (void *)(uintptr_t)ca->pidfd, NULL, 0);
 }
 
-/* Reap whatever is reparented to us, until killed; the first process's status to @sock. */
+/*
+ * Reap whatever is reparented to us, until killed; the first process's
+ * status to @sock. With @end_with_first, exit once it is sent: the kernel
+ * then kills whatever is left in our pid namespace, as the launcher's
+ * clip_cage_stop() would, and the cage starts ending while its launcher
+ * reads the status.
+ */
 _Noreturn static void
-init_loop(int sock, pid_t first)
+init_loop(int sock, pid_t first, bool end_with_first)
 {
 	sigset_t set;
 
@@ -792,6 +798,8 @@ init_loop(int sock, pid_t first)
 					      WIFEXITED(status) ? WEXITSTATUS(status)
 								: 128 + WTERMSIG(status));
 				close(sock);
+				if (end_with_first)
+					_exit(0);
 				first = 0;
 			}
 	}
@@ -848,21 +856,40 @@ close_all_but(const int *keep, size_t n)
 }
 
 /*
- * The v1 cgroups, which the parent made while we set up: it sends "c" with
- * their "tasks" files (none without v1 limits), and we move ourselves.
+ * The v1 cgroups, which the parent made while we set up: it sends "c" and
+ * their number, then their "tasks" files (none without v1 limits), and we
+ * move ourselves; then as many of its own cgroups' "tasks" files, if it
+ * could open them all, into @back (cgroups_leave()).
  */
 static void
-cgroups_join(int sock, int fail_fd)
+cgroups_join(int sock, int fail_fd, int back[_CG_V1_MAX])
 {
-	int fds[_CG_V1_MAX] = { -1, -1, -1 };
-	size_t n = 0;
-	char c = 0;
+	int fds[2 * _CG_V1_MAX], in[_CG_V1_MAX] = { -1, -1, -1 };
+	unsigned char m[2] = { 0, 0 };
+	size_t n = 0, k = 0;
 
-	if (recv_fds(sock, &c, 1, fds, _CG_V1_MAX, &n) != 1 || c != 'c')
+	if (recv_fds(sock, m, sizeof(m), fds, 2 * _CG_V1_MAX, &n) != 2 || m[0] != 'c' ||
+	    (k = m[1]) > _CG_V1_MAX || (n != k && n != 2 * k))
 		cage_child_fail(fail_fd, STEP_CGROUP, EPROTO);
-	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(fds));
-	for (size_t i = 0; i < n; i++)
-		close(fds[i]);
+	for (size_t i = 0; i < _CG_V1_MAX; i++) {
+		in[i] = i < k ? fds[i] : -1;
+		back[i] = i < k && n == 2 * k ? fds[k + i] : -1;
+	}
+	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(in));
+	cage_cgroups_close_tasks(in);
+}
+
+/*
+ * Back into the launcher's v1 cgroups, once our cgroup namespace is rooted
+ * at the cage's and the first process is in them: the cage's then hold its
+ * processes only, and stopping removes them while we die (cage.c,
+ * cage_stop()). Our few pages stay charged to the cage's memory cgroup.
+ */
+static void
+cgroups_leave(int back[_CG_V1_MAX], int fail_fd)
+{
+	CHECK(STEP_CGROUP, cage_cgroups_join_tasks(back));
+	cage_cgroups_close_tasks(back);
 }
 
 /* MSG_READY, with the first process's pidfd if there is one. */

@@ -84,6 +84,7 @@ struct cage_init_args {
 	 * status as MSG_EXIT when init reaps it.
 	 */
 	const struct cage_exec_args *first;
+	bool end_with_first; /* init exits once it has reaped the first process */
 };
 
 _Noreturn void cage_init_main(const struct cage_init_args *a);

@@ -434,9 +434,10 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 		.rootless = c->rootless,
 		.veth = c->profile->net_mode == CLIP_CAGE_NET_VETH,
 		.netns = !test_disabled("netns"),
-		.die_with_parent = !registered,
+		.die_with_parent = !(flags & CLIP_CAGE_START_REGISTER),
 		.landlock_abi = c->landlock_abi,
 		.first = first,
+		.end_with_first = first && (flags & CLIP_CAGE_START_END_WITH_FIRST),
 	};
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD | CAGE_NS_FLAGS,
@@ -564,7 +565,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 		return error_set_errno(reterr, -errno, "socketpair");
 	}
 	sock = sv[0];
-	pid = cage_clone(c, sv[1], sv[0], flags & CLIP_CAGE_START_REGISTER, first, &into_cgroup);
+	pid = cage_clone(c, sv[1], sv[0], flags, first, &into_cgroup);
 	close(sv[1]);
 	if (pid < 0) {
 		cage_cgroups_destroy(&c->cg);
@@ -1091,8 +1092,9 @@ clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cag
 {
 	clip_assert_reterr(reterr);
 	cage_assert_return(c, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, (flags & ~CLIP_CAGE_START_REGISTER) == 0,
-			      api_return(-EINVAL, reterr));
+	ctx_assert_log_return(
+		c->ctx, (flags & ~(CLIP_CAGE_START_REGISTER | CLIP_CAGE_START_END_WITH_FIRST)) == 0,
+		api_return(-EINVAL, reterr));
 	ctx_assert_log_return(c->ctx, c->state == CLIP_CAGE_NEW, api_return(-EINVAL, reterr));
 	ctx_assert_log_return(c->ctx, opts && ret_pidfd, api_return(-EINVAL, reterr));
 	ctx_assert_log_return(c->ctx, opts->size >= offsetof(struct clip_cage_spawn_opts, cwd),

@@ -42,8 +42,9 @@ struct clip_cage_profile;
 /* Flags of clip_cage_profile_add_bind(). */
 #define CLIP_CAGE_BIND_RW (1u << 0)
 
-/* Flags of clip_cage_start(). */
+/* Flags of clip_cage_start() and clip_cage_start_spawn(). */
 #define CLIP_CAGE_START_REGISTER (1u << 0)
+#define CLIP_CAGE_START_END_WITH_FIRST (1u << 1) /* clip_cage_start_spawn() only */
 
 /* States of clip_cage_get_state(). */
 #define CLIP_CAGE_NEW 0
@@ -401,8 +402,13 @@ int clip_cage_spawn(struct clip_cage *cage, const struct clip_cage_spawn_opts *o
  * The process is init's child, not the caller's: wait for it with
  * clip_cage_wait_process() (not waitid()); its pidfd polls readable when
  * it exits. If the command cannot be executed, the cage is not started.
+ * With CLIP_CAGE_START_END_WITH_FIRST the cage ends with its first
+ * process, as a container ends with its main process: init exits once it
+ * has sent the status, and the kernel kills whatever else the cage holds.
+ * clip_cage_stop() or clip_cage_wait() still reaps the init and removes
+ * the cgroups; the stop is then quicker, the cage being half gone already.
  *
- * @param flags as clip_cage_start()
+ * @param flags as clip_cage_start(), and CLIP_CAGE_START_END_WITH_FIRST
  * @param opts what to run first, as clip_cage_spawn()
  * @param ret_pidfd where a pidfd of the first process is stored (O_CLOEXEC)
  * @return 0, or the errors of clip_cage_start() and clip_cage_spawn().

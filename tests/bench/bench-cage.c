@@ -133,7 +133,8 @@ cage_true_with(struct cage_data *d, bool first)
 	if (first) {
 		r = clip_cage_new(&c, d->ctx, d->profile, NULL);
 		if (r >= 0)
-			r = clip_cage_start_spawn(c, 0, &o, &pidfd, NULL);
+			r = clip_cage_start_spawn(c, CLIP_CAGE_START_END_WITH_FIRST, &o, &pidfd,
+						  NULL);
 	} else {
 		r = cage_start(d, &c);
 		if (r >= 0)

@@ -590,10 +590,10 @@ Test(cage_life, spawn_refusals)
 	clip_ctx_unref(ctx);
 }
 
-/* A new cage and its first process, forked by init: as clipctl cage run. */
+/* A new cage and its first process, forked by init, with @flags: as clipctl cage run. */
 static struct clip_cage *
-started_with(struct clip_ctx **ctx, const char *text, const char *script, const int *fds,
-	     unsigned n_fds, int *ret_pidfd)
+started_with_flags(struct clip_ctx **ctx, const char *text, unsigned flags, const char *script,
+		   const int *fds, unsigned n_fds, int *ret_pidfd)
 {
 	const char *argv[] = { "/bin/sh", "-c", script, NULL };
 	struct clip_cage_spawn_opts o = {
@@ -602,9 +602,16 @@ started_with(struct clip_ctx **ctx, const char *text, const char *script, const 
 	struct clip_cage *c = new_or_skip(ctx, text);
 	struct clip_error *e = NULL;
 
-	cr_assert_eq(clip_cage_start_spawn(c, 0, &o, ret_pidfd, &e), 0, "start: %s",
+	cr_assert_eq(clip_cage_start_spawn(c, flags, &o, ret_pidfd, &e), 0, "start: %s",
 		     clip_error_get_message(e));
 	return c;
+}
+
+static struct clip_cage *
+started_with(struct clip_ctx **ctx, const char *text, const char *script, const int *fds,
+	     unsigned n_fds, int *ret_pidfd)
+{
+	return started_with_flags(ctx, text, 0, script, fds, n_fds, ret_pidfd);
 }
 
 Test(cage_life, start_spawn_runs_the_first_process_restricted)
@@ -654,6 +661,41 @@ Test(cage_life, start_spawn_runs_the_first_process_restricted)
 	clip_ctx_unref(ctx);
 }
 
+/*
+ * With CLIP_CAGE_START_END_WITH_FIRST the cage ends with its first process:
+ * what that process left running (here a sleep holding a pipe open) is
+ * killed without a stop, and the cage's init exits.
+ */
+Test(cage_life, start_spawn_can_end_with_the_first_process)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c;
+	int p[2], status = -1, pidfd;
+	struct pollfd pfd = { .events = POLLIN };
+	char buf[8];
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	c = started_with_flags(&ctx, H, CLIP_CAGE_START_END_WITH_FIRST, "sleep 1000 >&3 & exit 5",
+			       (int[]){ 0, 1, 2, p[1] }, 4, &pidfd);
+	close(p[1]);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 5);
+	close(pidfd);
+	/* The sleep's end of the pipe closes: it is dead, and no one stopped the cage. */
+	pfd.fd = p[0];
+	cr_assert_eq(poll(&pfd, 1, 10000), 1, "what the first process left is killed");
+	cr_assert_eq(read(p[0], buf, sizeof(buf)), 0);
+	pfd.fd = clip_cage_get_fd(c);
+	cr_assert_eq(poll(&pfd, 1, 10000), 1, "the init exits");
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_STOPPED);
+	/* Reaped, its cgroups removed, as after a stop. */
+	cr_assert_eq(clip_cage_wait(c, 10000), 0);
+	assert_errno(clip_cage_stop(c, 0, NULL), -ECHILD);
+	close(p[0]);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
 Test(cage_life, start_spawn_first_process_killed_with_the_cage)
 {
 	struct clip_ctx *ctx = NULL;
@@ -696,7 +738,9 @@ Test(cage_life, start_spawn_refusals_leave_no_cage)
 	o.uid = 70000;
 	assert_errno(clip_cage_start_spawn(c, 0, &o, &pidfd, NULL), -EINVAL);
 	o.uid = 0;
-	assert_errno(clip_cage_start_spawn(c, 2, &o, &pidfd, NULL), -EINVAL);
+	assert_errno(clip_cage_start_spawn(c, 1u << 7, &o, &pidfd, NULL), -EINVAL);
+	/* Without a first process, nothing to end with. */
+	assert_errno(clip_cage_start(c, CLIP_CAGE_START_END_WITH_FIRST, NULL), -EINVAL);
 	assert_errno(clip_cage_start_spawn(c, 0, NULL, &pidfd, NULL), -EINVAL);
 	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW);
 	clip_cage_unref(c);
