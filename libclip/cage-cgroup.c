@@ -4,12 +4,13 @@
  * hybrid (cgroup2 at /sys/fs/cgroup/unified, often without the memory and
  * pids controllers, and the v1 hierarchies beside it) or legacy. Each
  * limit goes where the host has its controller: cgroup2 when the
- * launcher's cgroup delegates it, else the v1 hierarchy. A cage with limits
- * gets a cgroup2 cgroup even where cgroup2 takes none of them (a hybrid
- * host): it is the CLONE_INTO_CGROUP target and gives cgroup.kill, which
- * kills every process at once (stopping a cage of 100 processes: 5 ms,
- * against 8 to 40 ms when the pid namespace's init, dying, kills them).
- * What cannot be applied is reported, never pretended.
+ * launcher's cgroup delegates it, else the v1 hierarchy. A cgroup2 cgroup
+ * is made only where cgroup2 takes a limit: on a hybrid host whose cgroup2
+ * offers none, it would cost a mkdir() before the clone and an rmdir()
+ * after the init's death, for cgroup.kill alone, and stopping a cage of
+ * 100 processes takes the same 5 to 6 ms without it (the pid namespace's
+ * init, dying, kills them; medians of 7, doc/cage.md). What cannot be
+ * applied is reported, never pretended.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -273,6 +274,8 @@ cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 		if ((cg->wanted & limit_bits[i]) && has_word(offered, v1_names[i]) &&
 		    v2_delegates(parent, v1_names[i]))
 			take |= 1u << i;
+	if (!take)
+		return;
 	if (make_leaf(root, cg->own[_CG_V1_MAX], leaf, &cg->v2) < 0) {
 		log_info(ctx, "no cgroup2 cgroup for the cage: stopping kills its pid namespace");
 		return;
@@ -343,6 +346,16 @@ sweep_beside(struct clip_ctx *ctx, const char *leaf)
 	closedir(d);
 }
 
+/* Whether the cage has a cgroup of its own, cgroup2 or v1. */
+static bool
+any_cgroup(const struct cage_cgroups *cg)
+{
+	for (int i = 0; i < _CG_V1_MAX; i++)
+		if (cg->v1[i])
+			return true;
+	return cg->v2 != NULL;
+}
+
 unsigned
 cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
 		       const struct clip_cage_limits *l)
@@ -373,7 +386,7 @@ cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 			    (missing & CLIP_CAGE_MISSING_MEMORY) ? " memory" : "",
 			    (missing & CLIP_CAGE_MISSING_TASKS) ? " tasks" : "",
 			    (missing & CLIP_CAGE_MISSING_CPU) ? " cpu" : "");
-	return missing | (cg->wanted && !cg->v2 ? CLIP_CAGE_MISSING_CGROUP : 0);
+	return missing | (cg->wanted && !any_cgroup(cg) ? CLIP_CAGE_MISSING_CGROUP : 0);
 }
 
 /*

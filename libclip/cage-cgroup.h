@@ -28,10 +28,11 @@ struct cage_cgroups {
 /*
  * The cgroups named @leaf beside the launcher's own, made in two steps so
  * that most of the work overlaps the init's set-up (doc/cage.md): before
- * the init exists, the cgroup2 cgroup, with the limits cgroup2 takes (the
- * init is cloned into it); after, the v1 cgroups for the other limits,
- * which the init joins itself. The second step returns the
- * CLIP_CAGE_MISSING_* flags of what could not be done.
+ * the init exists, the cgroup2 cgroup if cgroup2 takes any of the limits,
+ * with those (the init is cloned into it); after, the v1 cgroups for the
+ * other limits, which the init joins itself. The second step returns the
+ * CLIP_CAGE_MISSING_* flags of what could not be done (CGROUP: the cage
+ * has limits but no cgroup of its own).
  */
 void cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
 			    const struct clip_cage_limits *limits);

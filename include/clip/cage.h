@@ -56,7 +56,7 @@ struct clip_cage_profile;
 #define CLIP_CAGE_MISSING_TASKS (1u << 1)
 #define CLIP_CAGE_MISSING_CPU (1u << 2)
 #define CLIP_CAGE_MISSING_LANDLOCK (1u << 3)
-#define CLIP_CAGE_MISSING_CGROUP (1u << 4)
+#define CLIP_CAGE_MISSING_CGROUP (1u << 4) /* limits, but no cgroup of its own */
 
 /* Resource limits; 0 means "no limit". */
 struct clip_cage_limits {

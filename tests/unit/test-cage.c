@@ -1127,10 +1127,10 @@ Test(cage_life, processes_join_the_cgroups_and_their_namespace)
 	cr_assert(f);
 	len = (ssize_t)fread(host, 1, sizeof(host) - 1, f);
 	fclose(f);
-	/* Each limit's hierarchy, and cgroup2 for cgroup.kill even where it holds no limit. */
-	cr_assert(in_cage_cgroup(host, "pids") && in_cage_cgroup(host, "memory") &&
-			  strstr(host, "0::/clip-cgt-"),
-		  "%s", host);
+	/* Each limit's hierarchy; cgroup2 only where it holds one (v1 holds both here). */
+	cr_assert(in_cage_cgroup(host, "pids") && in_cage_cgroup(host, "memory"), "%s", host);
+	if (strstr(host, ":pids:") && strstr(host, ":memory:"))
+		cr_assert(!strstr(host, "0::/clip-cgt-"), "a cgroup2 cgroup for nothing: %s", host);
 	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
 	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
 	close(pidfd);
