@@ -930,6 +930,8 @@ cage_init_main(const struct cage_init_args *a)
 		_exit(1);
 	if (go != 'g')
 		_exit(1);
+	if (a->steer)
+		CHECK(STEP_SYNC, sched_setaffinity(0, sizeof(a->cpus), &a->cpus));
 	(void)prctl(PR_SET_NAME, "clip-cage-init", 0, 0, 0);
 	CHECK(STEP_IDS, ids_set(0, 0, a->rootless));
 	CHECK(STEP_HOSTNAME, sethostname(p->name, strlen(p->name)));

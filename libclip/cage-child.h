@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -85,6 +86,13 @@ struct cage_init_args {
 	 */
 	const struct cage_exec_args *first;
 	bool end_with_first; /* init exits once it has reaped the first process */
+	/*
+	 * The launcher's CPUs, which init takes back once it has read "go":
+	 * the launcher may have steered it off its own CPU (cage.c,
+	 * steer_init()). Unused without @steer.
+	 */
+	bool steer;
+	cpu_set_t cpus;
 };
 
 _Noreturn void cage_init_main(const struct cage_init_args *a);

@@ -1012,6 +1012,40 @@ Test(cage_life, each_limit_is_written_where_it_goes)
  * launcher's: the cage's cgroups hold the cage's processes alone, so that
  * stopping removes them while the init dies. They are gone after the stop.
  */
+/*
+ * The launcher steers a new init off its own CPU while it makes the v1
+ * cgroups; the init takes the launcher's CPUs back, so that neither it nor
+ * the first process keeps the narrower set.
+ */
+Test(cage_life, the_cage_runs_on_the_launchers_cpus)
+{
+	struct clip_ctx *ctx = NULL;
+	char own[256], init[256], first[256];
+	struct clip_cage *c;
+	int pidfd, *pids = NULL;
+	size_t n = 0;
+
+	if (geteuid() != 0)
+		cr_skip_test("not root: no cgroup limits on this host");
+	c = started_with(&ctx, "[Cage]\nName=cpus\n[Limits]\nTasksMax=16\n", "exec sleep 100", NULL,
+			 0, &pidfd);
+	if (clip_cage_get_missing(c) & CLIP_CAGE_MISSING_TASKS)
+		cr_skip_test("no tasks limit on this host: nothing to steer for");
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	cr_assert_geq(n, 2);
+	status_line(getpid(), "Cpus_allowed_list:", own, sizeof(own));
+	status_line(pids[0], "Cpus_allowed_list:", init, sizeof(init));
+	status_line(pidfd_pid(pidfd), "Cpus_allowed_list:", first, sizeof(first));
+	free(pids);
+	cr_assert(own[0]);
+	cr_assert_str_eq(init, own, "the init's CPUs");
+	cr_assert_str_eq(first, own, "the first process's CPUs");
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	close(pidfd);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
 Test(cage_life, the_init_leaves_the_v1_cgroups_to_the_processes)
 {
 	struct clip_ctx *ctx = NULL;
