@@ -14,6 +14,9 @@
 
 #define CAGE_PATH_MAX 4096
 #define CAGE_UID_RANGE 65536u
+/* How long a start, or a spawn, waits for the cage's set-up by default; the most it may wait. */
+#define CAGE_START_TIMEOUT_S 30u
+#define CAGE_START_TIMEOUT_MAX_S 3600u
 /* The first uid of the ranges derived from a cage's name (systemd's container range). */
 #define CAGE_UID_BASE_MIN 0x80000u
 #define CAGE_UID_BASE_SLOTS 0x6000u
@@ -31,6 +34,7 @@ struct clip_cage_profile {
 	char *root;
 	char *data_dir;
 	uint32_t uid_base; /* 0: derived from the name */
+	unsigned start_timeout_s; /* 0: CAGE_START_TIMEOUT_S */
 
 	struct cage_mount mounts[CLIP_CAGE_BINDS_MAX];
 	size_t n_mounts;
@@ -54,6 +58,9 @@ struct clip_cage_profile {
 };
 
 DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
+
+/* How long a start or a spawn waits for the cage's set-up: StartTimeoutSec=, in ms. */
+unsigned cage_profile_start_timeout_ms(const struct clip_cage_profile *p);
 
 /* The uid range of a cage run by root: the profile's, or one derived from its name. */
 uint32_t cage_profile_uid_base(const struct clip_cage_profile *p);

@@ -439,6 +439,20 @@ clip_cage_profile_set_measure(struct clip_cage_profile *p, int on)
 	return 0;
 }
 
+CLIP_EXPORT int
+clip_cage_profile_set_start_timeout(struct clip_cage_profile *p, unsigned seconds)
+{
+	clip_assert_return(p && seconds <= CAGE_START_TIMEOUT_MAX_S, -EINVAL);
+	p->start_timeout_s = seconds == CAGE_START_TIMEOUT_S ? 0 : seconds;
+	return 0;
+}
+
+unsigned
+cage_profile_start_timeout_ms(const struct clip_cage_profile *p)
+{
+	return (p->start_timeout_s ? p->start_timeout_s : CAGE_START_TIMEOUT_S) * 1000u;
+}
+
 /* -- the parser ------------------------------------------------------ */
 
 struct parser {
@@ -588,6 +602,20 @@ parse_uid_base(struct parser *ps, const struct key *k, char *value, size_t offse
 				 "'%.40s' is not a non-zero multiple of %u below 2^32 - %u", value,
 				 CAGE_UID_RANGE, CAGE_UID_RANGE);
 	ps->p->uid_base = (uint32_t)v;
+	return 0;
+}
+
+static int
+parse_start_timeout(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64(value, CAGE_START_TIMEOUT_MAX_S, &v, &end) < 0 || *end || v == 0)
+		return key_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not a number of seconds from 1 to %u", value,
+				 CAGE_START_TIMEOUT_MAX_S);
+	ps->p->start_timeout_s = v == CAGE_START_TIMEOUT_S ? 0 : (unsigned)v;
 	return 0;
 }
 
@@ -779,6 +807,7 @@ static const struct key keys[] = {
 	{ SECTION_CAGE, "Root", parse_root },
 	{ SECTION_CAGE, "DataDirectory", parse_data },
 	{ SECTION_CAGE, "UidBase", parse_uid_base },
+	{ SECTION_CAGE, "StartTimeoutSec", parse_start_timeout },
 	{ SECTION_FILES, "BindReadOnly", parse_binds },
 	{ SECTION_FILES, "Bind", parse_binds },
 	{ SECTION_FILES, "TemporaryFileSystem", parse_tmpfs },
@@ -1048,6 +1077,8 @@ profile_format(const struct clip_cage_profile *p, char **ret)
 		fprintf(f, "DataDirectory=%s\n", p->data_dir);
 	if (p->uid_base)
 		fprintf(f, "UidBase=%u\n", p->uid_base);
+	if (p->start_timeout_s)
+		fprintf(f, "StartTimeoutSec=%u\n", p->start_timeout_s);
 	fputs("\n[Files]\n", f);
 	format_mounts(f, p, "BindReadOnly=", 0);
 	format_mounts(f, p, "Bind=", 1);

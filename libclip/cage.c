@@ -364,16 +364,30 @@ write_id_maps(pid_t pid, bool rootless, uint32_t base)
 	return write_at(path, map);
 }
 
-/* A child's report: 0 when ready, else -EIO (or -EPERM) with what failed; a passed fd to @ret_fd. */
+/*
+ * The report of a child of @p's cage, by @deadline_ms (now_ms()): 0 when
+ * ready, else -EIO (or -EPERM, -ETIMEDOUT) with what failed; a passed fd
+ * to @ret_fd.
+ */
 static int
-child_report(int fd, bool rootless, const char *what, int *ret_fd, struct clip_error **reterr)
+child_report(int fd, bool rootless, const struct clip_cage_profile *p, long long deadline_ms,
+	     int *ret_fd, struct clip_error **reterr)
 {
+	const char *what = p->name;
 	struct cage_msg m;
-	int passed = -1;
+	int passed = -1, r;
 	char buf[128];
 	size_t n_fds;
-	ssize_t n = recv_fds(fd, &m, sizeof(m), &passed, 1, &n_fds);
+	ssize_t n;
 
+	r = wait_readable(fd, deadline_ms);
+	if (r == -ETIMEDOUT)
+		return error_setf(reterr, -ETIMEDOUT, -1,
+				  "%s: the set-up did not end within %u s (StartTimeoutSec=)", what,
+				  cage_profile_start_timeout_ms(p) / 1000);
+	if (r < 0)
+		return error_set_errno(reterr, r, "%s: cannot wait for the set-up", what);
+	n = recv_fds(fd, &m, sizeof(m), &passed, 1, &n_fds);
 	if (n == 0)
 		return error_set(reterr, -EIO, "%s: the cage's process died during set-up", what);
 	if (n != sizeof(m) || m.step < 0 || m.step >= _STEP_MAX) {
@@ -554,6 +568,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	int sv[2], r, pid, first_pidfd = -1;
 	char leaf[96], veth[IFNAMSIZ];
 	int tasks[_CG_V1_MAX] = { -1, -1, -1 }, parents[_CG_V1_MAX] = { -1, -1, -1 };
+	long long deadline;
 	bool into_cgroup;
 
 	r = cage_seccomp_compile(p, reterr);
@@ -594,6 +609,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 		return error_set_errno(reterr, -errno, "socketpair");
 	}
 	sock = sv[0];
+	deadline = now_ms() + cage_profile_start_timeout_ms(p);
 	pid = cage_clone(c, sv[1], sv[0], flags, first, &into_cgroup);
 	close(sv[1]);
 	if (pid < 0) {
@@ -637,12 +653,15 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 		cage_cgroups_close_tasks(parents);
 	}
 	if (r >= 0)
-		r = child_report(sock, c->rootless, p->name, first ? &first_pidfd : NULL, reterr);
+		r = child_report(sock, c->rootless, p, deadline, first ? &first_pidfd : NULL,
+				 reterr);
 	if (r < 0) {
 		cage_kill_reap(c);
 		cage_cgroups_destroy(&c->cg);
 		/* A command that cannot be executed says so (as clip_cage_spawn()). */
-		return r == -EPERM || (first && (r == -ENOENT || r == -EACCES)) ? r : -EIO;
+		return r == -EPERM || r == -ETIMEDOUT || (first && (r == -ENOENT || r == -EACCES))
+			       ? r
+			       : -EIO;
 	}
 	c->start_time = proc_start_time(pid);
 	c->state = CLIP_CAGE_RUNNING;
@@ -993,6 +1012,7 @@ static int
 cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_pidfd,
 	   struct clip_error **reterr)
 {
+	long long deadline = now_ms() + cage_profile_start_timeout_ms(c->profile);
 	struct cage_exec_args args;
 	_cleanup_close_ int rfd = -1;
 	struct cage_msg m;
@@ -1019,11 +1039,25 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 	close(pipefd[1]);
 	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
 		;
-	/* The pid first, then nothing (executed) or an error. */
-	while ((n = read(rfd, &m, sizeof(m))) == sizeof(m) && m.type == MSG_PID)
+	/* The pid first, then nothing (executed) or an error; by the deadline. */
+	while ((n = wait_readable(rfd, deadline)) == 0 &&
+	       (n = read(rfd, &m, sizeof(m))) == sizeof(m) && m.type == MSG_PID)
 		pid = m.value;
 	if (pid > 0)
 		r = spawned_add(c, pid);
+	if (n == -ETIMEDOUT) {
+		/* Our child (CLONE_PARENT), not reaped: its pid is still its own. */
+		if (pid > 0)
+			(void)kill(pid, SIGKILL);
+		if (pid > 0 && r >= 0)
+			spawned_drop_last(c);
+		else if (pid > 0)
+			(void)waitpid(pid, &status, 0);
+		return error_setf(
+			reterr, -ETIMEDOUT, -1,
+			"%s: the process's set-up did not end within %u s (StartTimeoutSec=)",
+			c->profile->name, cage_profile_start_timeout_ms(c->profile) / 1000);
+	}
 	if (n == sizeof(m) && m.type == MSG_ERROR) {
 		/* Put the message back in front of the reader. */
 		int s[2];
@@ -1031,7 +1065,7 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) == 0) {
 			cage_msg_send(s[1], m.type, m.step, m.error, m.value);
 			close(s[1]);
-			r = child_report(s[0], c->rootless, c->profile->name, NULL, reterr);
+			r = child_report(s[0], c->rootless, c->profile, -1, NULL, reterr);
 			close(s[0]);
 		} else
 			r = -EIO;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -117,6 +118,23 @@ long long
 now_ms(void)
 {
 	return (long long)(now_ns() / 1000000);
+}
+
+int
+wait_readable(int fd, long long deadline_ms)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long long left = deadline_ms - now_ms();
+		int n = poll(&p, 1, left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left);
+
+		if (n > 0)
+			return 0;
+		if (n == 0 && left <= 0)
+			return -ETIMEDOUT;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 int

@@ -39,6 +39,9 @@ void secure_wipe(void *p, size_t n);
 uint64_t now_ns(void);
 long long now_ms(void);
 
+/* Until @fd is readable (or hung up) or now_ms() reaches @deadline_ms: 0, -ETIMEDOUT or -errno. */
+int wait_readable(int fd, long long deadline_ms);
+
 /*
  * Read or write exactly @n bytes, retrying on EINTR and short transfers.
  * 0, or -errno; reading fails with -EIO at end of file.

@@ -292,6 +292,23 @@ int clip_cage_profile_set_wx(struct clip_cage_profile *profile, int on);
 int clip_cage_profile_set_measure(struct clip_cage_profile *profile, int on);
 
 /**
+ * clip_cage_profile_set_start_timeout - how long a start or a spawn waits
+ * for the cage's set-up (StartTimeoutSec=, 30 s by default)
+ *
+ * clip_cage_start(), clip_cage_start_spawn() and clip_cage_spawn() wait
+ * for the cage's init or the spawned process to report its set-up (or its
+ * execve()). A set-up that hangs (a bind source on a file system that no
+ * longer answers, say) would otherwise hang the caller with it. After the
+ * time, the start kills what it made and fails with -ETIMEDOUT, leaving
+ * nothing of the cage; the spawn kills the process and fails the same way.
+ *
+ * @param seconds 1 to 3600, or 0 for the default
+ * @return 0, or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_profile_set_start_timeout(struct clip_cage_profile *profile, unsigned seconds);
+
+/**
  * clip_cage_new - a cage, not started, from a profile
  *
  * @param ret where the new cage is stored; untouched on failure
@@ -337,7 +354,8 @@ struct clip_cage *clip_cage_unref(struct clip_cage *cage);
  *	   refuses user namespaces to this user: the message says why),
  *	   -EOPNOTSUPP (veth without root), -EEXIST (a cage of that name is
  *	   registered and running), -ENOMEM, -EIO (a set-up step failed
- *	   in the child: the message names it), -EACCES, -ENOTDIR (the state
+ *	   in the child: the message names it), -ETIMEDOUT (the set-up did
+ *	   not end within StartTimeoutSec=; nothing is left), -EACCES, -ENOTDIR (the state
  *	   directory, with CLIP_CAGE_START_REGISTER), -ECHILD; with
  *	   Measure=yes, the errors of clip_tpm_measure(): -ENODEV (no TPM
  *	   reachable), -EBADMSG (a damaged event log), -EPERM, -ENOSPC,
@@ -384,7 +402,8 @@ int clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr
  * @return 0, or -EINVAL, -E2BIG (more than 4096 arguments), -ENOMEM,
  *	   -EBADF (a bad fd in opts), -ECHILD (the cage is not running),
  *	   -ENOENT (no such command), -EACCES, -EPERM (execution refused),
- *	   -EIO (another set-up step failed: the message names it).
+ *	   -EIO (another set-up step failed: the message names it),
+ *	   -ETIMEDOUT (not executed within StartTimeoutSec=: killed).
  * @since 0.1
  */
 int clip_cage_spawn(struct clip_cage *cage, const struct clip_cage_spawn_opts *opts, int *ret_pidfd,

@@ -25,6 +25,7 @@
 
 #include "cage-internal.h"
 #include "helpers.h"
+#include "util.h"
 
 static const char valid[] = "# a full profile\n"
 			    "[Cage]\n"
@@ -33,6 +34,7 @@ static const char valid[] = "# a full profile\n"
 			    "Root=/srv/root\n"
 			    "DataDirectory=/var/lib/clip/s2\n"
 			    "UidBase=655360\n"
+			    "StartTimeoutSec=5\n"
 			    "\n"
 			    "[Files]\n"
 			    "BindReadOnly=/opt /usr/share/doc:/doc\n"
@@ -73,6 +75,7 @@ Test(cage_profile, valid_full)
 	cr_assert_str_eq(p->data_dir, "/var/lib/clip/s2");
 	cr_assert_eq(p->uid_base, 655360);
 	cr_assert_eq(cage_profile_uid_base(p), 655360);
+	cr_assert_eq(cage_profile_start_timeout_ms(p), 5000);
 	cr_assert_eq(p->n_mounts, 5);
 	cr_assert_str_eq(p->mounts[1].target, "/doc");
 	cr_assert_eq(p->mounts[2].rw, true);
@@ -91,6 +94,7 @@ Test(cage_profile, valid_full)
 	cr_assert(strstr(text, "BindReadOnly=/usr/share/doc:/doc /opt\n"), "%s", text);
 	cr_assert(strstr(text, "SystemCallFilter=~chmod mknod\n"), "%s", text);
 	cr_assert(strstr(text, "WriteXorExecute=yes\nMeasure=no\n"), "%s", text);
+	cr_assert(strstr(text, "UidBase=655360\nStartTimeoutSec=5\n"), "%s", text);
 	free(text);
 	clip_cage_profile_unref(p);
 }
@@ -217,6 +221,11 @@ static const struct refusal refusals[] = {
 	{ H "UidBase=0\n", -EINVAL, "[Cage] UidBase:", -1 },
 	{ H "UidBase=4294901760\n", -EINVAL, "[Cage] UidBase:", -1 },
 	{ H "UidBase=065536\n", -EINVAL, "[Cage] UidBase:", -1 },
+	{ H "StartTimeoutSec=0\n", -EINVAL,
+	  "t.cage:3: [Cage] StartTimeoutSec: '0' is not a number of seconds from 1 to 3600", 30 },
+	{ H "StartTimeoutSec=3601\n", -EINVAL, "[Cage] StartTimeoutSec:", -1 },
+	{ H "StartTimeoutSec=5s\n", -EINVAL, "[Cage] StartTimeoutSec:", -1 },
+	{ H "StartTimeoutSec=-1\n", -EINVAL, "[Cage] StartTimeoutSec:", -1 },
 	{ H "[Files]\nBindReadOnly=/a:/proc/x\n", -EINVAL, "t.cage:4: [Files] BindReadOnly:", -1 },
 	{ H "[Files]\nBind=/a:/\n", -EINVAL, "[Files] Bind: '/a' is not SOURCE[:TARGET]", -1 },
 	{ H "[Files]\nBind=/a:/dev/shm\n", -EINVAL, "[Files] Bind:", -1 },
@@ -382,6 +391,13 @@ Test(cage_builder, refusals)
 	assert_errno(clip_cage_profile_set_measure(p, -1), -EINVAL);
 	assert_errno(clip_cage_profile_set_measure(NULL, 1), -EINVAL);
 	assert_errno(clip_cage_profile_set_level(p, NULL), -EINVAL);
+	assert_errno(clip_cage_profile_set_start_timeout(p, 3601), -EINVAL);
+	assert_errno(clip_cage_profile_set_start_timeout(NULL, 5), -EINVAL);
+	cr_assert_eq(cage_profile_start_timeout_ms(p), 30000, "30 s by default");
+	cr_assert_eq(clip_cage_profile_set_start_timeout(p, 2), 0);
+	cr_assert_eq(cage_profile_start_timeout_ms(p), 2000);
+	cr_assert_eq(clip_cage_profile_set_start_timeout(p, 0), 0);
+	cr_assert_eq(cage_profile_start_timeout_ms(p), 30000, "0: the default again");
 	clip_cage_profile_unref(p);
 }
 
@@ -657,6 +673,87 @@ Test(cage_life, start_spawn_runs_the_first_process_restricted)
 	close(pidfd);
 	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
 	close(p[0]);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * A seccomp filter on this (test) process, which clones the cage: system
+ * call @nr waits for a listener that never answers. The listener, to keep
+ * open while the call should hang.
+ */
+static int
+hang_syscall(int nr)
+{
+	scmp_filter_ctx f = seccomp_init(SCMP_ACT_ALLOW);
+	int fd;
+
+	cr_assert(f);
+	cr_assert_eq(seccomp_rule_add(f, SCMP_ACT_NOTIFY, nr, 0), 0);
+	cr_assert_eq(seccomp_load(f), 0);
+	fd = seccomp_notify_fd(f);
+	cr_assert_geq(fd, 0);
+	seccomp_release(f);
+	return fd;
+}
+
+/* Whether this process has a child left, zombie or not. */
+static bool
+has_children(void)
+{
+	siginfo_t si = { 0 };
+
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+/*
+ * A set-up that hangs (here the init's sethostname(), held by a seccomp
+ * listener that never answers) fails the start after StartTimeoutSec=,
+ * and leaves no process behind.
+ */
+Test(cage_life, a_start_that_hangs_times_out)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_error *e = NULL;
+	struct clip_cage *c = new_or_skip(&ctx, H "StartTimeoutSec=1\n");
+	int listener = hang_syscall(SCMP_SYS(sethostname));
+	long long t0 = now_ms(), ms;
+
+	assert_errno(clip_cage_start(c, 0, &e), -ETIMEDOUT);
+	ms = now_ms() - t0;
+	cr_assert(ms >= 1000 && ms < 10000, "%lld ms", ms);
+	cr_assert(strstr(clip_error_get_message(e), "within 1 s (StartTimeoutSec=)"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW, "not started");
+	cr_assert_not(has_children(), "the init is killed and reaped");
+	close(listener);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+/* The same for a spawned process that hangs before its execve(): killed, the cage unharmed. */
+Test(cage_life, a_spawn_that_hangs_times_out)
+{
+	const char *argv[] = { "/bin/true", NULL };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
+	struct clip_ctx *ctx = NULL;
+	struct clip_error *e = NULL;
+	struct clip_cage *c = started(&ctx, H "StartTimeoutSec=1\n");
+	int listener = hang_syscall(SCMP_SYS(execve)), pidfd = -1, *pids = NULL;
+	size_t n = 0;
+
+	assert_errno(clip_cage_spawn(c, &o, &pidfd, &e), -ETIMEDOUT);
+	cr_assert(strstr(clip_error_get_message(e), "StartTimeoutSec="), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	cr_assert_eq(pidfd, -1);
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	free(pids);
+	cr_assert_eq(n, 1, "only the init is left");
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_not(has_children());
+	close(listener);
 	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
 }
