@@ -29,6 +29,7 @@
 
 #include "cage-cgroup.h"
 #include "log.h"
+#include "util.h"
 
 static const char *const v1_names[_CG_V1_MAX] = { "memory", "pids", "cpu" };
 
@@ -99,27 +100,15 @@ is_fs(const char *path, long magic)
 	return statfs(path, &s) == 0 && (long)s.f_type == magic;
 }
 
+/* @value into @dir/@file (write_string()). */
 static int
 write_file(const char *dir, const char *file, const char *value)
 {
 	char path[PATH_MAX];
-	ssize_t n;
-	int fd;
 
 	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
-	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, value, strlen(value));
-	if (n < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	close(fd);
-	return 0;
+	return write_string(path, value);
 }
 
 /* A short file's text ("" when it cannot be read). */

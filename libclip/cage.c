@@ -173,19 +173,6 @@ clip_cage_unref(struct clip_cage *c)
 /* -- small helpers --------------------------------------------------- */
 
 static int
-write_at(const char *path, const char *value)
-{
-	_cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
-	size_t n = strlen(value);
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, value, n) != (ssize_t)n)
-		return -errno;
-	return 0;
-}
-
-static int
 read_sysctl(const char *path)
 {
 	char buf[32] = "";
@@ -348,20 +335,20 @@ write_id_maps(pid_t pid, bool rootless, uint32_t base)
 
 	if (rootless) {
 		snprintf(path, sizeof(path), "/proc/%d/setgroups", (int)pid);
-		r = write_at(path, "deny");
+		r = write_string(path, "deny");
 		if (r < 0)
 			return r;
 		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)geteuid());
 	} else
 		snprintf(map, sizeof(map), "0 %u %u\n", base, CAGE_UID_RANGE);
 	snprintf(path, sizeof(path), "/proc/%d/uid_map", (int)pid);
-	r = write_at(path, map);
+	r = write_string(path, map);
 	if (r < 0)
 		return r;
 	if (rootless)
 		snprintf(map, sizeof(map), "0 %u 1\n", (unsigned)getegid());
 	snprintf(path, sizeof(path), "/proc/%d/gid_map", (int)pid);
-	return write_at(path, map);
+	return write_string(path, map);
 }
 
 /*

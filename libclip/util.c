@@ -121,6 +121,25 @@ now_ms(void)
 }
 
 int
+write_string(const char *path, const char *value)
+{
+	size_t n = strlen(value);
+	ssize_t k;
+	int fd, r = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	k = write(fd, value, n);
+	if (k < 0)
+		r = -errno;
+	else if ((size_t)k != n)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+int
 wait_readable(int fd, long long deadline_ms)
 {
 	for (;;) {

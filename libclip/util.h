@@ -49,6 +49,13 @@ int wait_readable(int fd, long long deadline_ms);
 int read_full(int fd, void *p, size_t n);
 int write_full(int fd, const void *p, size_t n);
 
+/*
+ * Write @value to the existing file @path in one write() (a kernel file:
+ * /proc, cgroupfs), not following a final symbolic link. 0, or -errno
+ * (-EIO for a short write).
+ */
+int write_string(const char *path, const char *value);
+
 /* The most descriptors send_fds() and recv_fds() carry in one message. */
 #define FDS_MAX 6
 

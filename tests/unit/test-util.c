@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The internal helpers every module shares: passing descriptors over a socket. */
+/* The internal helpers every module shares: descriptors over a socket, a string into a file. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -86,4 +88,30 @@ Test(util, what_is_cut_is_refused_and_closed)
 		close(fds[i]);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* write_string(): the whole value into an existing file; no symbolic link, no new file. */
+Test(util, a_string_goes_into_an_existing_file_only)
+{
+	char *dir = test_tmpdir("tmpfs"), file[4200], link[4200], missing[4200], buf[16] = "";
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/f", dir);
+	snprintf(link, sizeof(link), "%s/l", dir);
+	snprintf(missing, sizeof(missing), "%s/missing", dir);
+	fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(symlink(file, link), 0);
+
+	cr_assert_eq(write_string(file, "0 1000 1\n"), 0);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	cr_assert_eq(read(fd, buf, sizeof(buf) - 1), 9);
+	close(fd);
+	cr_assert_str_eq(buf, "0 1000 1\n");
+	cr_assert_eq(write_string(link, "x"), -ELOOP, "a symbolic link is not followed");
+	cr_assert_eq(write_string(missing, "x"), -ENOENT, "nothing is created");
+	cr_assert_eq(access(missing, F_OK), -1);
+	cr_assert_eq(write_string("/dev/full", "x"), -ENOSPC);
+	free(dir);
 }
