@@ -352,9 +352,9 @@ write_id_maps(pid_t pid, bool rootless, uint32_t base)
 }
 
 /*
- * The report of a child of @p's cage, by @deadline_ms (now_ms()): 0 when
- * ready, else -EIO (or -EPERM, -ETIMEDOUT) with what failed; a passed fd
- * to @ret_fd.
+ * The report of a child of @p's cage, by @deadline_ms (now_ms(); one in
+ * the past reads only a report already there): 0 when ready, else -EIO
+ * (or -EPERM, -ETIMEDOUT) with what failed; a passed fd to @ret_fd.
  */
 static int
 child_report(int fd, bool rootless, const struct clip_cage_profile *p, long long deadline_ms,
