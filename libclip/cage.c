@@ -3,20 +3,24 @@
  * Cages: the lifecycle. doc/cage.md explains the design; cage-child.c is
  * what runs inside.
  *
- * start: clone3(CLONE_PIDFD | CLONE_INTO_CGROUP | all namespaces) of an
- *        init, which waits until the parent has written its id maps and
- *        cgroups, builds the file system, reports ready, drops everything
- *        and reaps.
+ * start: clone3(CLONE_PIDFD | all namespaces, CLONE_INTO_CGROUP where
+ *        cgroup2 holds a limit) of an init, which waits until the parent
+ *        has written its id maps, builds the file system while the parent
+ *        makes the v1 cgroups, joins them, reports ready, drops
+ *        everything and reaps; all by StartTimeoutSec=, or the start fails.
  * start with a first process (clip_cage_start_spawn(), what `clipctl cage
  *        run` does): init forks it once set up, before dropping its own
- *        rights, hands its pidfd back with "ready", and later its status.
+ *        rights, leaves the v1 cgroups to it, hands its pidfd back with
+ *        "ready", and later its status (then exits, with
+ *        CLIP_CAGE_START_END_WITH_FIRST).
  * spawn: a helper forked from the caller joins the cgroups, setns()es
  *        into all the init's namespaces through its pidfd, and clone()s
  *        with CLONE_PARENT the process that restricts itself and executes;
  *        so the process is the caller's child, a pidfd of it is race-free.
  * stop:  SIGTERM to every process but init, wait on their pidfds until
- *        the grace period ends, then cgroup.kill and SIGKILL to the init,
- *        which takes the whole pid namespace with it.
+ *        the grace period ends, then cgroup.kill (where there is a cgroup2
+ *        cgroup) and SIGKILL to the init, which takes the whole pid
+ *        namespace with it; the v1 cgroups go while it dies.
  */
 #include <errno.h>
 #include <fcntl.h>
