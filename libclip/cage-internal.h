@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <linux/filter.h>
 
@@ -58,6 +59,9 @@ struct clip_cage_profile {
 };
 
 DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
+
+/* The pid behind @pidfd in this pid namespace (its fdinfo), or -1. */
+pid_t cage_pidfd_pid(int pidfd);
 
 /* How long a start or a spawn waits for the cage's set-up: StartTimeoutSec=, in ms. */
 unsigned cage_profile_start_timeout_ms(const struct clip_cage_profile *p);

@@ -1091,8 +1091,8 @@ clip_cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *opts, in
 	return api_return(cage_spawn(c, opts, ret_pidfd, reterr), reterr);
 }
 
-static pid_t
-pidfd_pid(int pidfd)
+pid_t
+cage_pidfd_pid(int pidfd)
 {
 	char path[64], line[128];
 	pid_t pid = -1;
@@ -1121,7 +1121,7 @@ first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_error **
 		return error_set(reterr, -EIO, "%s: the cage's init passed no first process",
 				 c->profile->name);
 	/* -1 when it has already exited and been reaped: then found by its fd. */
-	pid = pidfd_pid(pidfd);
+	pid = cage_pidfd_pid(pidfd);
 	given = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
 	s = given < 0 ? NULL : realloc(c->spawned, (c->n_spawned + 1) * sizeof(*s));
 	if (!s) {
@@ -1167,7 +1167,7 @@ clip_cage_wait_process(struct clip_cage *c, int pidfd, int *ret_status)
 	clip_assert_return(pidfd >= 0 && ret_status, -EINVAL);
 
 	/* A reaped process's pidfd has no pid any more: then its fd and inode. */
-	pid = pidfd_pid(pidfd);
+	pid = cage_pidfd_pid(pidfd);
 	if (fstat(pidfd, &st) < 0)
 		return -EINVAL;
 	for (size_t i = 0; i < c->n_spawned; i++) {

@@ -1047,21 +1047,12 @@ first_line(const char *dir, const char *file, char *ret, size_t size)
 	fclose(f);
 }
 
-/* The pid behind @pidfd, in our pid namespace. */
+/* The pid behind @pidfd, in our pid namespace (the library's cage_pidfd_pid()). */
 static pid_t
 pidfd_pid(int pidfd)
 {
-	char path[64], line[256];
-	int pid = -1;
-	FILE *f;
+	pid_t pid = cage_pidfd_pid(pidfd);
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	f = fopen(path, "re");
-	cr_assert(f);
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Pid: %d", &pid) == 1)
-			break;
-	fclose(f);
 	cr_assert_gt(pid, 0);
 	return pid;
 }
@@ -1104,12 +1095,6 @@ Test(cage_life, each_limit_is_written_where_it_goes)
 }
 
 /*
- * The init joins the cage's v1 cgroups only to root its cgroup namespace
- * there and to start the first process in them, then goes back to the
- * launcher's: the cage's cgroups hold the cage's processes alone, so that
- * stopping removes them while the init dies. They are gone after the stop.
- */
-/*
  * The launcher steers a new init off its own CPU while it makes the v1
  * cgroups; the init takes the launcher's CPUs back, so that neither it nor
  * the first process keeps the narrower set.
@@ -1143,6 +1128,12 @@ Test(cage_life, the_cage_runs_on_the_launchers_cpus)
 	clip_ctx_unref(ctx);
 }
 
+/*
+ * The init joins the cage's v1 cgroups only to root its cgroup namespace
+ * there and to start the first process in them, then goes back to the
+ * launcher's: the cage's cgroups hold the cage's processes alone, so that
+ * stopping removes them while the init dies. They are gone after the stop.
+ */
 Test(cage_life, the_init_leaves_the_v1_cgroups_to_the_processes)
 {
 	struct clip_ctx *ctx = NULL;
