@@ -477,20 +477,10 @@ cage_cgroups_remove_v1(struct cage_cgroups *cg)
 void
 cage_cgroups_destroy(struct cage_cgroups *cg)
 {
-	own_free(cg->own);
-	if (cg->v2_fd >= 0)
-		close(cg->v2_fd);
-	cg->v2_fd = -1;
 	if (cg->v2)
 		(void)rmdir(cg->v2);
-	free(cg->v2);
-	cg->v2 = NULL;
-	for (int i = 0; i < _CG_V1_MAX; i++) {
-		if (cg->v1[i])
-			(void)rmdir(cg->v1[i]);
-		free(cg->v1[i]);
-		cg->v1[i] = NULL;
-	}
+	cage_cgroups_remove_v1(cg);
+	cage_cgroups_forget(cg);
 }
 
 void

@@ -355,6 +355,15 @@ write_id_maps(pid_t pid, bool rootless, uint32_t base)
 	return write_string(path, map);
 }
 
+/* -ETIMEDOUT: @what of @p's cage did not end within its StartTimeoutSec=. */
+static int
+timeout_error(struct clip_error **reterr, const struct clip_cage_profile *p, const char *what)
+{
+	return error_setf(reterr, -ETIMEDOUT, -1,
+			  "%s: %s did not end within %u s (StartTimeoutSec=)", p->name, what,
+			  cage_profile_start_timeout_ms(p) / 1000);
+}
+
 /*
  * The report of a child of @p's cage, by @deadline_ms (now_ms(); one in
  * the past reads only a report already there): 0 when ready, else -EIO
@@ -373,9 +382,7 @@ child_report(int fd, bool rootless, const struct clip_cage_profile *p, long long
 
 	r = wait_readable(fd, deadline_ms);
 	if (r == -ETIMEDOUT)
-		return error_setf(reterr, -ETIMEDOUT, -1,
-				  "%s: the set-up did not end within %u s (StartTimeoutSec=)", what,
-				  cage_profile_start_timeout_ms(p) / 1000);
+		return timeout_error(reterr, p, "the set-up");
 	if (r < 0)
 		return error_set_errno(reterr, r, "%s: cannot wait for the set-up", what);
 	n = recv_fds(fd, &m, sizeof(m), &passed, 1, &n_fds);
@@ -1044,10 +1051,7 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 			spawned_drop_last(c);
 		else if (pid > 0)
 			(void)waitpid(pid, &status, 0);
-		return error_setf(
-			reterr, -ETIMEDOUT, -1,
-			"%s: the process's set-up did not end within %u s (StartTimeoutSec=)",
-			c->profile->name, cage_profile_start_timeout_ms(c->profile) / 1000);
+		return timeout_error(reterr, c->profile, "the process's set-up");
 	}
 	if (n == sizeof(m) && m.type == MSG_ERROR) {
 		/* Put the message back in front of the reader. */

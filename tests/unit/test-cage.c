@@ -1095,6 +1095,29 @@ Test(cage_life, each_limit_is_written_where_it_goes)
 }
 
 /*
+ * As root, a cage @name with TasksMax= (a v1 cgroup here) whose first
+ * process sleeps: its pidfd, and the pid of its init.
+ */
+static struct clip_cage *
+started_limited(struct clip_ctx **ctx, const char *name, int *ret_pidfd, pid_t *ret_init)
+{
+	char text[128];
+	struct clip_cage *c;
+	int *pids = NULL;
+	size_t n = 0;
+
+	if (geteuid() != 0)
+		cr_skip_test("not root: no cgroup limits on this host");
+	snprintf(text, sizeof(text), "[Cage]\nName=%s\n[Limits]\nTasksMax=16\n", name);
+	c = started_with(ctx, text, "exec sleep 100", NULL, 0, ret_pidfd);
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	cr_assert_geq(n, 2);
+	*ret_init = pids[0];
+	free(pids);
+	return c;
+}
+
+/*
  * The launcher steers a new init off its own CPU while it makes the v1
  * cgroups; the init takes the launcher's CPUs back, so that neither it nor
  * the first process keeps the narrower set.
@@ -1104,21 +1127,15 @@ Test(cage_life, the_cage_runs_on_the_launchers_cpus)
 	struct clip_ctx *ctx = NULL;
 	char own[256], init[256], first[256];
 	struct clip_cage *c;
-	int pidfd, *pids = NULL;
-	size_t n = 0;
+	pid_t init_pid;
+	int pidfd;
 
-	if (geteuid() != 0)
-		cr_skip_test("not root: no cgroup limits on this host");
-	c = started_with(&ctx, "[Cage]\nName=cpus\n[Limits]\nTasksMax=16\n", "exec sleep 100", NULL,
-			 0, &pidfd);
+	c = started_limited(&ctx, "cpus", &pidfd, &init_pid);
 	if (clip_cage_get_missing(c) & CLIP_CAGE_MISSING_TASKS)
 		cr_skip_test("no tasks limit on this host: nothing to steer for");
-	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
-	cr_assert_geq(n, 2);
 	status_line(getpid(), "Cpus_allowed_list:", own, sizeof(own));
-	status_line(pids[0], "Cpus_allowed_list:", init, sizeof(init));
+	status_line(init_pid, "Cpus_allowed_list:", init, sizeof(init));
 	status_line(pidfd_pid(pidfd), "Cpus_allowed_list:", first, sizeof(first));
-	free(pids);
 	cr_assert(own[0]);
 	cr_assert_str_eq(init, own, "the init's CPUs");
 	cr_assert_str_eq(first, own, "the first process's CPUs");
@@ -1139,21 +1156,15 @@ Test(cage_life, the_init_leaves_the_v1_cgroups_to_the_processes)
 	struct clip_ctx *ctx = NULL;
 	char own[4096], init_dir[4096], first_dir[4096];
 	struct clip_cage *c;
-	int pidfd, *pids = NULL;
-	size_t n = 0;
+	pid_t init_pid;
+	int pidfd;
 
-	if (geteuid() != 0)
-		cr_skip_test("not root: no cgroup limits on this host");
 	v1_dir(0, "pids", own, sizeof(own));
 	if (!own[0])
 		cr_skip_test("no v1 pids hierarchy on this host");
-	c = started_with(&ctx, "[Cage]\nName=leave\n[Limits]\nTasksMax=16\n", "exec sleep 100",
-			 NULL, 0, &pidfd);
-	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
-	cr_assert_geq(n, 2);
-	v1_dir(pids[0], "pids", init_dir, sizeof(init_dir));
+	c = started_limited(&ctx, "leave", &pidfd, &init_pid);
+	v1_dir(init_pid, "pids", init_dir, sizeof(init_dir));
 	v1_dir(pidfd_pid(pidfd), "pids", first_dir, sizeof(first_dir));
-	free(pids);
 	cr_assert_str_eq(init_dir, own, "the init is back in the launcher's cgroup");
 	cr_assert(strstr(first_dir, "/clip-leave-") && strncmp(first_dir, own, strlen(own)) == 0,
 		  "the first process is in the cage's: %s", first_dir);
