@@ -6,7 +6,7 @@
 # touched). Usage: examples/demo.sh BUILD_DIR
 set -euo pipefail
 build=${1:?usage: demo.sh BUILD_DIR}
-clipctl="$build/examples/clipctl"
+clipctl="$build/programs/clipctl/clipctl"
 [ -x "$clipctl" ] || { echo "demo: $clipctl not built" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/libclip-demo-XXXXXX)
@@ -107,10 +107,10 @@ fi
 step "Mediated transfer between real cages low (s0), high (s2) and side (s1:c5): clipd in the core, the user answering yes"
 x=$work/xfer
 # clipctl and its library, bound read-only into each cage in the build's
-# layout (RUNPATH $ORIGIN/../libclip); each cage's clipd socket alone in a
+# layout (RUNPATH $ORIGIN/../../libclip); each cage's clipd socket alone in a
 # directory bound at /run/clip; its inbox bound at /inbox (noexec), its
 # documents at /data. The agent's socket is bound into no cage.
-bin_dir=$(cd "$build/examples" && pwd -P)
+bin_dir=$(cd "$build/programs/clipctl" && pwd -P)
 lib_dir=$(cd "$build/libclip" && pwd -P)
 mkdir -p "$x/cfg" "$x/run" "$x/cstate"
 chmod 711 "$work" "$x"
@@ -125,15 +125,15 @@ for c in "low s0 $((0x7b10 * 65536))" "high s2 $((0x7b11 * 65536))" "side s1:c5 
 	else
 		echo "$1 $2 $x/in-$1 $x/sock-$1/transfer.sock" >>"$x/cfg/cages"
 	fi
-	printf '[Cage]\nName=%s\nLevel=%s\nUidBase=%s\nDataDirectory=%s\n[Files]\nBindReadOnly=%s:/opt/clip/bin %s:/opt/clip/libclip %s:/run/clip\nBind=%s:/inbox\n[Network]\nMode=none\n[Security]\nWriteXorExecute=yes\n' \
+	printf '[Cage]\nName=%s\nLevel=%s\nUidBase=%s\nDataDirectory=%s\n[Files]\nBindReadOnly=%s:/opt/clip/programs/clipctl %s:/opt/clip/libclip %s:/run/clip\nBind=%s:/inbox\n[Network]\nMode=none\n[Security]\nWriteXorExecute=yes\n' \
 		"$1" "$2" "$3" "$x/data-$1" "$bin_dir" "$lib_dir" "$x/sock-$1" "$x/in-$1" >"$x/$1.cage"
 done
 printf 'low high ask\nhigh low ask encrypt\n@any @any deny\n' | tee "$x/cfg/policy" | sed 's/^/  policy: /'
 mkfifo "$x/ready" "$x/agent-ready"
-"$build/examples/clipd" --config "$x/cfg" --state-dir "$state" --agent-socket "$x/run/confirm.sock" "${mode[@]}" --ready-fd 3 3>"$x/ready" 2>"$x/clipd.log" &
+"$build/programs/clipd/clipd" --config "$x/cfg" --state-dir "$state" --agent-socket "$x/run/confirm.sock" "${mode[@]}" --ready-fd 3 3>"$x/ready" 2>"$x/clipd.log" &
 xfer_pids=$!
 read -r _ <"$x/ready"
-"$build/examples/clip-confirm" --socket "$x/run/confirm.sock" --auto yes --ready-fd 3 3>"$x/agent-ready" >"$x/agent.log" &
+"$build/programs/clip-confirm/clip-confirm" --socket "$x/run/confirm.sock" --auto yes --ready-fd 3 3>"$x/agent-ready" >"$x/agent.log" &
 xfer_pids="$xfer_pids $!"
 read -r _ <"$x/agent-ready"
 echo "quarterly figures" >"$x/data-low/figures.txt"
@@ -147,7 +147,7 @@ in_cage() { # CAGE COMMAND...: run COMMAND in a new cage
 }
 send() { # FROM FILE TO [refused]: clipctl transfer send, run inside the cage FROM
 	printf '$ clipctl cage run --profile %s.cage -- clipctl transfer send /data/%s --to %s\n' "$1" "$2" "$3"
-	if in_cage "$1" /opt/clip/bin/clipctl transfer send "/data/$2" --to "$3"; then
+	if in_cage "$1" /opt/clip/programs/clipctl/clipctl transfer send "/data/$2" --to "$3"; then
 		[ -z "${4:-}" ] || { echo "  !! accepted: that is a bug" >&2; exit 1; }
 	else
 		[ -n "${4:-}" ] || { echo "  !! not delivered" >&2; exit 1; }

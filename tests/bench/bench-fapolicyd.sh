@@ -40,7 +40,7 @@ build=$(readlink -f "$1")
 runs=${2:-15}
 src=$(dirname "$(readlink -f "$0")")
 bench=$build/tests/bench/bench-exec
-clip_python=$build/examples/clip-python
+clip_python=$build/programs/clip-python/clip-python
 stdlib=$src/../exec/stdlib-200.txt
 etc=/etc/fapolicyd
 [ -x "$bench" ] && [ -x "$clip_python" ] || die "$build: build bench-exec and clip-python first"

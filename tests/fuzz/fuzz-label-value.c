@@ -11,7 +11,7 @@
 #include <clip/level.h>
 
 #include "fuzz.h"
-#include "label-internal.h"
+#include "label/label-internal.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -29,10 +29,10 @@ trap '"$clipctl" --state-dir "$d/cstate" cage stop low >/dev/null 2>&1; stop_all
 chmod 711 "$base"
 
 # clipctl and its library, bound read-only into every cage in the layout
-# of the build (RUNPATH $ORIGIN/../libclip).
+# of the build (RUNPATH $ORIGIN/../../libclip).
 bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)
-lib_dir=$(cd "$bin_dir/../libclip" && pwd -P)
-cc=/opt/clip/bin/$(basename "$clipctl")
+lib_dir=$(cd "$bin_dir/../../libclip" && pwd -P)
+cc=/opt/clip/programs/clipctl/$(basename "$clipctl")
 agent=$base/main/run/confirm.sock
 uid_low=$((0x7a10 * 65536)) uid_high=$((0x7a11 * 65536)) uid_side=$((0x7a12 * 65536))
 
@@ -62,7 +62,7 @@ setup() {
 			DataDirectory=$d/data-$1
 
 			[Files]
-			BindReadOnly=$bin_dir:/opt/clip/bin $lib_dir:/opt/clip/libclip $d/sock-$1:/run/clip
+			BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip $d/sock-$1:/run/clip
 			Bind=$d/in-$1:/inbox
 
 			[Network]

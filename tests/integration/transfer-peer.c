@@ -34,7 +34,7 @@
 
 #include <clip/clip.h>
 
-#include "proto.h"
+#include "transfer/proto.h"
 
 static const char *sock_path;
 

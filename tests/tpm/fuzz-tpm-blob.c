@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "tpm-internal.h"
+#include "tpm/tpm-internal.h"
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "tpm-internal.h"
-#include "util.h"
+#include "tpm/tpm-internal.h"
+#include "base/util.h"
 
 struct out {
 	char *text;

@@ -30,8 +30,8 @@
 #include <clip/cage.h>
 
 #include "helpers.h"
-#include "key.h"
-#include "tpm-internal.h"
+#include "keys/key.h"
+#include "tpm/tpm-internal.h"
 
 extern char **environ;
 

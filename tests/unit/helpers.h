@@ -7,7 +7,7 @@
 
 #include <clip/clip.h>
 
-#include "macro.h"
+#include "base/macro.h"
 
 /* The unprivileged identity tests switch to. */
 #define TEST_UID 65534

@@ -23,9 +23,9 @@
 
 #include <clip/tpm.h>
 
-#include "cage-internal.h"
+#include "cage/cage-internal.h"
 #include "helpers.h"
-#include "util.h"
+#include "base/util.h"
 
 static const char valid[] = "# a full profile\n"
 			    "[Cage]\n"

@@ -10,7 +10,7 @@
 
 #include <criterion/criterion.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "helpers.h"
 
 Test(ctx, new_ref_unref)

@@ -17,7 +17,7 @@
 
 #include <clip/clip.h>
 
-#include "deliver.h"
+#include "transfer/deliver.h"
 #include "helpers.h"
 
 struct env {

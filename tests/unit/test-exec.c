@@ -27,7 +27,7 @@
 
 #include <criterion/criterion.h>
 
-#include "exec-internal.h"
+#include "exec/exec-internal.h"
 #include "helpers.h"
 
 #define under_valgrind() exec_under_valgrind()

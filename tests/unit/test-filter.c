@@ -22,7 +22,7 @@
 
 #include <clip/clip.h>
 
-#include "deliver.h"
+#include "transfer/deliver.h"
 #include "helpers.h"
 
 /* valgrind 3.19 (Debian 12) answers ENOSYS to open_tree, pidfd_send_signal, landlock. */

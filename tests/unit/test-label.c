@@ -17,7 +17,7 @@
 #include <criterion/parameterized.h>
 
 #include "helpers.h"
-#include "label-internal.h"
+#include "label/label-internal.h"
 
 /* No pointers: Criterion runs each case in a re-executed process. */
 struct fixture {

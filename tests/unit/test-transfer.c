@@ -22,10 +22,10 @@
 #include <clip/clip.h>
 #include <openssl/evp.h>
 
-#include "deliver.h"
+#include "transfer/deliver.h"
 #include "helpers.h"
-#include "policy.h"
-#include "proto.h"
+#include "transfer/policy.h"
+#include "transfer/proto.h"
 
 /* --- wire --- */
 

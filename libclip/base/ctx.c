@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include <clip/version.h>
+
+#include "crypto.h"
+#include "ctx-internal.h"
+#include "error.h"
+#include "keys/key.h"
+#include "log.h"
+#include "util.h"
+
+#define DEFAULT_STATE_DIR "/var/lib/clip"
+
+CLIP_EXPORT const char *
+clip_version(void)
+{
+	return CLIP_VERSION_STRING;
+}
+
+CLIP_EXPORT int
+clip_ctx_new(struct clip_ctx **ret)
+{
+	struct clip_ctx *ctx;
+	const char *dir;
+
+	clip_assert_return(ret, -EINVAL);
+
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->n_ref = 1;
+	ctx->pid = getpid();
+	ctx->log_priority = LOG_ERR;
+	ctx->key_provider = &key_provider_file;
+
+	dir = secure_getenv("CLIP_STATE_DIR");
+	if (!dir || dir[0] != '/')
+		dir = DEFAULT_STATE_DIR;
+	ctx->state_dir = strdup(dir);
+	if (!ctx->state_dir) {
+		free(ctx);
+		return -ENOMEM;
+	}
+	*ret = ctx;
+	return 0;
+}
+
+CLIP_EXPORT struct clip_ctx *
+clip_ctx_ref(struct clip_ctx *ctx)
+{
+	if (ctx)
+		ctx->n_ref++;
+	return ctx;
+}
+
+static void
+keyring_free(struct keyring *k)
+{
+	if (!k)
+		return;
+	secure_wipe(k, sizeof(*k));
+	munmap(k, sizeof(*k));
+}
+
+CLIP_EXPORT struct clip_ctx *
+clip_ctx_unref(struct clip_ctx *ctx)
+{
+	if (!ctx || --ctx->n_ref > 0)
+		return NULL;
+	/* In a forked child the keyring page reads as zeroes (WIPEONFORK). */
+	keyring_free(ctx->keyring);
+	free(ctx->state_dir);
+	free(ctx);
+	return NULL;
+}
+
+CLIP_EXPORT int
+clip_ctx_set_log_fn(struct clip_ctx *ctx, clip_log_fn fn, void *userdata)
+{
+	ctx_assert_return(ctx, -EINVAL);
+
+	ctx->log_fn = fn;
+	ctx->log_userdata = userdata;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_ctx_set_log_priority(struct clip_ctx *ctx, int priority)
+{
+	ctx_assert_return(ctx, -EINVAL);
+	ctx_assert_log_return(ctx, priority >= LOG_EMERG && priority <= LOG_DEBUG, -EINVAL);
+
+	ctx->log_priority = priority;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_ctx_get_log_priority(const struct clip_ctx *ctx)
+{
+	ctx_assert_return(ctx, -EINVAL);
+	return ctx->log_priority;
+}
+
+CLIP_EXPORT int
+clip_ctx_set_state_dir(struct clip_ctx *ctx, const char *path)
+{
+	char *copy;
+
+	ctx_assert_return(ctx, -EINVAL);
+	ctx_assert_log_return(ctx, path, -EINVAL);
+	ctx_assert_log_return(ctx, path[0] == '/', -EINVAL);
+	ctx_assert_log_return(ctx, strnlen(path, PATH_MAX) < PATH_MAX, -EINVAL);
+
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	free(ctx->state_dir);
+	ctx->state_dir = copy;
+	ctx_forget_keys(ctx);
+	return 0;
+}
+
+CLIP_EXPORT const char *
+clip_ctx_get_state_dir(const struct clip_ctx *ctx)
+{
+	if (!ctx || ctx->pid != getpid())
+		return NULL;
+	return ctx->state_dir;
+}
+
+CLIP_EXPORT int
+clip_ctx_set_key_provider(struct clip_ctx *ctx, const char *name)
+{
+	const struct key_provider *p;
+
+	ctx_assert_return(ctx, -EINVAL);
+	ctx_assert_log_return(ctx, name, -EINVAL);
+
+	p = key_provider_find(name);
+	if (!p) {
+		log_err(ctx, "unknown key provider '%.64s'", name);
+		return -EOPNOTSUPP;
+	}
+	if (p != ctx->key_provider) {
+		ctx->key_provider = p;
+		ctx_forget_keys(ctx);
+	}
+	return 0;
+}
+
+CLIP_EXPORT const char *
+clip_ctx_get_key_provider(const struct clip_ctx *ctx)
+{
+	if (!ctx || ctx->pid != getpid())
+		return NULL;
+	return ctx->key_provider->name;
+}
+
+void
+ctx_forget_keys(struct clip_ctx *ctx)
+{
+	if (ctx->keyring)
+		secure_wipe(ctx->keyring, sizeof(*ctx->keyring));
+}
+
+static int
+keyring_get(struct clip_ctx *ctx, struct keyring **ret)
+{
+	struct keyring *k;
+
+	if (ctx->keyring) {
+		*ret = ctx->keyring;
+		return 0;
+	}
+	k = mmap(NULL, sizeof(*k), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (k == MAP_FAILED)
+		return -ENOMEM;
+	/* Best effort: both are advisory hardening, not correctness. */
+	(void)madvise(k, sizeof(*k), MADV_DONTDUMP);
+	(void)madvise(k, sizeof(*k), MADV_WIPEONFORK);
+	ctx->keyring = *ret = k;
+	return 0;
+}
+
+int
+ctx_get_key(struct clip_ctx *ctx, enum key_purpose purpose, bool create, const uint8_t **ret,
+	    struct clip_error **reterr)
+{
+	struct keyring *k;
+	int r;
+
+	/* Every use of a key is a MAC: without libcrypto, say so before loading it. */
+	r = crypto_load(reterr);
+	if (r < 0)
+		return r;
+	r = keyring_get(ctx, &k);
+	if (r < 0)
+		return r;
+	if (!k->loaded) {
+		r = ctx->key_provider->load(ctx, create, k->master, reterr);
+		if (r < 0) {
+			secure_wipe(k->master, sizeof(k->master));
+			return r;
+		}
+		k->loaded = true;
+		log_debug(ctx, "loaded the master key from the '%s' provider",
+			  ctx->key_provider->name);
+	}
+	if (!k->derived_ok[purpose]) {
+		r = key_derive(k->master, purpose, k->derived[purpose]);
+		if (r < 0)
+			return error_set(reterr, r, "cannot derive a key");
+		k->derived_ok[purpose] = true;
+	}
+	*ret = k->derived[purpose];
+	return 0;
+}
+
+static int
+mkdir_parents(const char *path, struct clip_error **reterr)
+{
+	_cleanup_free_ char *copy = strdup(path);
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(copy, 0755) < 0 && errno != EEXIST)
+			return error_set_errno(reterr, -errno, "cannot create %s", copy);
+		*p = '/';
+	}
+	return 0;
+}
+
+int
+ctx_open_state_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int r;
+
+	fd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create) {
+		r = mkdir_parents(ctx->state_dir, reterr);
+		if (r < 0)
+			return r;
+		if (mkdir(ctx->state_dir, 0700) < 0 && errno != EEXIST)
+			return error_set_errno(reterr, -errno, "cannot create state directory %s",
+					       ctx->state_dir);
+		fd = open(ctx->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		/* The caller knows what a missing directory means. */
+		if (errno == ENOENT)
+			return -ENOENT;
+		return error_set_errno(reterr, -errno, "cannot open state directory %s",
+				       ctx->state_dir);
+	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid())
+		return error_set(reterr, -EPERM,
+				 "state directory %s is owned by uid %u, not by uid %u",
+				 ctx->state_dir, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return error_set(reterr, -EPERM,
+				 "state directory %s is writable by group or others (mode %04o)",
+				 ctx->state_dir, (unsigned)(st.st_mode & 07777));
+	return steal_fd(fd);
+}

@@ -1,0 +1,1145 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Cage profiles: the builder, the strict parser of the .nspawn-style text
+ * (clip.cage(5)) and its canonical formatter. Pure: no I/O but
+ * clip_cage_profile_load(), which reads an fd with a bound.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cap-ng.h>
+#include <seccomp.h>
+
+#include <clip/cage.h>
+
+#include "cage-internal.h"
+#include "base/cleanup.h"
+#include "base/error.h"
+
+#define LINE_MAX_BYTES 4096
+#define CPU_QUOTA_MAX 100000
+#define CAP_MAX 63
+
+enum section {
+	SECTION_CAGE,
+	SECTION_FILES,
+	SECTION_NETWORK,
+	SECTION_LIMITS,
+	SECTION_SECURITY,
+	_SECTION_MAX,
+};
+
+static const char *const section_names[_SECTION_MAX] = {
+	[SECTION_CAGE] = "Cage",     [SECTION_FILES] = "Files",       [SECTION_NETWORK] = "Network",
+	[SECTION_LIMITS] = "Limits", [SECTION_SECURITY] = "Security",
+};
+
+static bool
+name_valid(const char *name)
+{
+	size_t n = strnlen(name, CLIP_CAGE_NAME_MAX + 1);
+
+	if (n == 0 || n > CLIP_CAGE_NAME_MAX || name[0] == '.' || name[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("_.-", name[i]))
+			return false;
+	return true;
+}
+
+/* Absolute, normalised (no ".", "..", "//", trailing "/"), printable, no ':' or space. */
+static bool
+path_valid(const char *path)
+{
+	size_t n = strnlen(path, CAGE_PATH_MAX);
+
+	if (n == 0 || n >= CAGE_PATH_MAX || path[0] != '/')
+		return false;
+	if (n > 1 && path[n - 1] == '/')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c <= ' ' || c >= 0x7f || c == ':' || c == '\\')
+			return false;
+		if (c == '/' && path[i + 1] == '/')
+			return false;
+		if (c == '/' && path[i + 1] == '.' &&
+		    (path[i + 2] == '/' || path[i + 2] == '\0' ||
+		     (path[i + 2] == '.' && (path[i + 3] == '/' || path[i + 3] == '\0'))))
+			return false;
+	}
+	return true;
+}
+
+static bool
+path_is_beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Where nothing may be mounted: the cage makes these itself. */
+static bool
+target_valid(const char *target)
+{
+	return path_valid(target) && strcmp(target, "/") != 0 &&
+	       !path_is_beneath(target, "/proc") && !path_is_beneath(target, "/dev") &&
+	       !path_is_beneath(target, "/data");
+}
+
+uint32_t
+cage_profile_uid_base(const struct clip_cage_profile *p)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	if (p->uid_base)
+		return p->uid_base;
+	for (const char *c = p->name; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	return CAGE_UID_BASE_MIN + (h % CAGE_UID_BASE_SLOTS) * CAGE_UID_RANGE;
+}
+
+static struct clip_cage_profile *
+profile_alloc(void)
+{
+	struct clip_cage_profile *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->n_ref = 1;
+	p->limits.size = sizeof(p->limits);
+	if (clip_level_new(&p->level, 0, NULL, 0) < 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_new(struct clip_cage_profile **ret, const char *name)
+{
+	_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
+
+	clip_assert_return(ret, -EINVAL);
+	clip_assert_return(name && name_valid(name), -EINVAL);
+
+	p = profile_alloc();
+	if (!p)
+		return -ENOMEM;
+	p->name = strdup(name);
+	if (!p->name)
+		return -ENOMEM;
+	*ret = steal_ptr(p);
+	return 0;
+}
+
+CLIP_EXPORT struct clip_cage_profile *
+clip_cage_profile_ref(struct clip_cage_profile *p)
+{
+	if (p)
+		p->n_ref++;
+	return p;
+}
+
+CLIP_EXPORT struct clip_cage_profile *
+clip_cage_profile_unref(struct clip_cage_profile *p)
+{
+	if (!p || --p->n_ref > 0)
+		return NULL;
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		free(p->mounts[i].source);
+		free(p->mounts[i].target);
+	}
+	clip_level_unref(p->level);
+	free(p->name);
+	free(p->root);
+	free(p->data_dir);
+	free(p->address);
+	free(p->bpf);
+	free(p);
+	return NULL;
+}
+
+CLIP_EXPORT const char *
+clip_cage_profile_get_name(const struct clip_cage_profile *p)
+{
+	return p ? p->name : NULL;
+}
+
+CLIP_EXPORT const struct clip_level *
+clip_cage_profile_get_level(const struct clip_cage_profile *p)
+{
+	return p ? p->level : NULL;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_level(struct clip_cage_profile *p, const struct clip_level *level)
+{
+	_cleanup_free_ char *text = NULL;
+	struct clip_level *copy = NULL;
+	int r;
+
+	clip_assert_return(p && level, -EINVAL);
+
+	/* A private copy: the caller's level is not ours to keep alive. */
+	r = clip_level_format(level, &text);
+	if (r < 0)
+		return r;
+	r = clip_level_parse(&copy, text, NULL);
+	if (r < 0)
+		return r;
+	clip_level_unref(p->level);
+	p->level = copy;
+	return 0;
+}
+
+static int
+set_path(char **where, const char *path)
+{
+	char *copy = NULL;
+
+	if (path) {
+		if (!path_valid(path))
+			return -EINVAL;
+		copy = strdup(path);
+		if (!copy)
+			return -ENOMEM;
+	}
+	free(*where);
+	*where = copy;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_root(struct clip_cage_profile *p, const char *path)
+{
+	clip_assert_return(p, -EINVAL);
+	return set_path(&p->root, path);
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_data_dir(struct clip_cage_profile *p, const char *path)
+{
+	clip_assert_return(p, -EINVAL);
+	return set_path(&p->data_dir, path);
+}
+
+static int
+mount_add(struct clip_cage_profile *p, const char *source, const char *target, bool rw)
+{
+	struct cage_mount *m;
+
+	if ((source && !path_valid(source)) || !target_valid(target))
+		return -EINVAL;
+	for (size_t i = 0; i < p->n_mounts; i++)
+		if (strcmp(p->mounts[i].target, target) == 0)
+			return -EINVAL;
+	if (p->n_mounts >= CLIP_CAGE_BINDS_MAX)
+		return -E2BIG;
+	m = &p->mounts[p->n_mounts];
+	*m = (struct cage_mount){ .rw = rw };
+	m->target = strdup(target);
+	if (source)
+		m->source = strdup(source);
+	if (!m->target || (source && !m->source)) {
+		free(m->target);
+		free(m->source);
+		return -ENOMEM;
+	}
+	p->n_mounts++;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_add_bind(struct clip_cage_profile *p, const char *source, const char *target,
+			   unsigned flags)
+{
+	clip_assert_return(p && source, -EINVAL);
+	clip_assert_return((flags & ~CLIP_CAGE_BIND_RW) == 0, -EINVAL);
+
+	return mount_add(p, source, target ? target : source, flags & CLIP_CAGE_BIND_RW);
+}
+
+CLIP_EXPORT int
+clip_cage_profile_add_tmpfs(struct clip_cage_profile *p, const char *target)
+{
+	clip_assert_return(p && target, -EINVAL);
+
+	return mount_add(p, NULL, target, true);
+}
+
+static int
+address_parse(const char *text, uint32_t *ret_addr, unsigned *ret_prefix)
+{
+	char buf[INET_ADDRSTRLEN];
+	const char *slash = strchr(text, '/');
+	struct in_addr a;
+	unsigned prefix = 0;
+	size_t n;
+
+	if (!slash || (size_t)(slash - text) >= sizeof(buf))
+		return -EINVAL;
+	n = (size_t)(slash - text);
+	memcpy(buf, text, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return -EINVAL;
+	/* 1 to 2 digits, no leading zero, 8..30: room for the host's end. */
+	if (!isdigit((unsigned char)slash[1]) || slash[1] == '0')
+		return -EINVAL;
+	for (const char *c = slash + 1; *c; c++) {
+		if (!isdigit((unsigned char)*c) || c - slash > 2)
+			return -EINVAL;
+		prefix = prefix * 10 + (unsigned)(*c - '0');
+	}
+	if (prefix < 8 || prefix > 30)
+		return -EINVAL;
+	*ret_addr = a.s_addr;
+	*ret_prefix = prefix;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_network(struct clip_cage_profile *p, int mode, const char *address)
+{
+	uint32_t addr = 0;
+	unsigned prefix = 0;
+	char *copy = NULL;
+
+	clip_assert_return(p, -EINVAL);
+	clip_assert_return(mode >= CLIP_CAGE_NET_NONE && mode <= CLIP_CAGE_NET_VETH, -EINVAL);
+	clip_assert_return((mode == CLIP_CAGE_NET_VETH) == !!address, -EINVAL);
+
+	if (address) {
+		if (address_parse(address, &addr, &prefix) < 0)
+			return -EINVAL;
+		copy = strdup(address);
+		if (!copy)
+			return -ENOMEM;
+	}
+	free(p->address);
+	p->address = copy;
+	p->net_mode = mode;
+	p->addr_be = addr;
+	p->prefix = prefix;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_limits(struct clip_cage_profile *p, const struct clip_cage_limits *limits)
+{
+	struct clip_cage_limits l = { .size = sizeof(l) };
+
+	clip_assert_return(p && limits, -EINVAL);
+	clip_assert_return(limits->size >= offsetof(struct clip_cage_limits, memory_max), -EINVAL);
+	clip_assert_return(limits->size <= sizeof(l), -EINVAL);
+
+	/* An older caller's shorter struct: the fields it lacks stay 0. */
+	memcpy(&l, limits, limits->size);
+	l.size = sizeof(l);
+	clip_assert_return(l.cpu_quota_percent <= CPU_QUOTA_MAX, -EINVAL);
+	p->limits = l;
+	return 0;
+}
+
+/* "CAP_SYS_ADMIN", "cap_sys_admin" or "sys_admin" -> 21. */
+static int
+capability_parse(const char *name)
+{
+	char buf[64];
+	size_t n = strnlen(name, sizeof(buf));
+	int cap;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -EINVAL;
+	for (size_t i = 0; i <= n; i++)
+		buf[i] = (char)tolower((unsigned char)name[i]);
+	cap = capng_name_to_capability(strncmp(buf, "cap_", 4) == 0 ? buf + 4 : buf);
+	if (cap < 0 || cap > CAP_MAX)
+		return -EINVAL;
+	/* libcap-ng also reads numbers; a profile names capabilities. */
+	if (isdigit((unsigned char)buf[0]))
+		return -EINVAL;
+	return cap;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_add_capability(struct clip_cage_profile *p, const char *name)
+{
+	int cap;
+
+	clip_assert_return(p && name, -EINVAL);
+
+	cap = capability_parse(name);
+	if (cap < 0)
+		return cap;
+	p->caps |= UINT64_C(1) << cap;
+	return 0;
+}
+
+static int
+syscall_parse(const char *name)
+{
+	int nr;
+
+	if (strnlen(name, 64) >= 64 || !name[0])
+		return -EINVAL;
+	for (const char *c = name; *c; c++)
+		if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) && *c != '_')
+			return -EINVAL;
+	nr = seccomp_syscall_resolve_name(name);
+	/* Negative: unknown, or a pseudo-number for a call this architecture lacks. */
+	return nr < 0 ? -EINVAL : nr;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_add_syscall_deny(struct clip_cage_profile *p, const char *name)
+{
+	int nr;
+
+	clip_assert_return(p && name, -EINVAL);
+
+	nr = syscall_parse(name);
+	if (nr < 0)
+		return nr;
+	for (size_t i = 0; i < p->n_syscalls; i++)
+		if (p->syscalls[i] == nr)
+			return 0;
+	if (p->n_syscalls >= CLIP_CAGE_SYSCALLS_MAX)
+		return -E2BIG;
+	p->syscalls[p->n_syscalls++] = nr;
+	/* The filter is compiled again on next use. */
+	free(p->bpf);
+	p->bpf = NULL;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_wx(struct clip_cage_profile *p, int on)
+{
+	clip_assert_return(p && (on == 0 || on == 1), -EINVAL);
+	p->wx = on;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_measure(struct clip_cage_profile *p, int on)
+{
+	clip_assert_return(p && (on == 0 || on == 1), -EINVAL);
+	p->measure = on;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_start_timeout(struct clip_cage_profile *p, unsigned seconds)
+{
+	clip_assert_return(p && seconds <= CAGE_START_TIMEOUT_MAX_S, -EINVAL);
+	p->start_timeout_s = seconds == CAGE_START_TIMEOUT_S ? 0 : seconds;
+	return 0;
+}
+
+unsigned
+cage_profile_start_timeout_ms(const struct clip_cage_profile *p)
+{
+	return (p->start_timeout_s ? p->start_timeout_s : CAGE_START_TIMEOUT_S) * 1000u;
+}
+
+/* -- the parser ------------------------------------------------------ */
+
+struct parser {
+	const char *filename;
+	const char *data;
+	size_t size;
+	unsigned line;
+	int section;
+	bool section_seen[_SECTION_MAX];
+	struct clip_cage_profile *p;
+	struct clip_error **reterr;
+};
+
+struct key {
+	enum section section;
+	const char *name;
+	int (*parse)(struct parser *ps, const struct key *k, char *value, size_t offset);
+};
+
+/* "FILE:LINE: [Section] Key: message", the offset at the culprit. */
+static int _printf_(5, 6) key_error(struct parser *ps, const struct key *k, size_t offset,
+				    int error, const char *format, ...)
+{
+	_cleanup_free_ char *text = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, format);
+	n = vasprintf(&text, format, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	if (k)
+		return error_setf(ps->reterr, error, (int)offset, "%s:%u: [%s] %s: %s",
+				  ps->filename, ps->line, section_names[k->section], k->name, text);
+	return error_setf(ps->reterr, error, (int)offset, "%s:%u: %s", ps->filename, ps->line,
+			  text);
+}
+
+/* The next space-separated word of *s, NUL-terminated in place; NULL at the end. */
+static char *
+next_word(char **s)
+{
+	char *w = *s, *e;
+
+	while (*w == ' ' || *w == '\t')
+		w++;
+	if (!*w)
+		return NULL;
+	e = w;
+	while (*e && *e != ' ' && *e != '\t')
+		e++;
+	if (*e)
+		*e++ = '\0';
+	*s = e;
+	return w;
+}
+
+static int
+parse_name(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	if (!name_valid(value))
+		return key_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not a name (1 to %d of A-Z a-z 0-9 _ . -)", value,
+				 CLIP_CAGE_NAME_MAX);
+	ps->p->name = strdup(value);
+	return ps->p->name ? 0 : -ENOMEM;
+}
+
+static int
+parse_level(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	struct clip_level *level = NULL;
+	struct clip_error *e = NULL;
+	int r;
+
+	r = clip_level_parse(&level, value, &e);
+	if (r == -ENOMEM) {
+		clip_error_free(e);
+		return r;
+	}
+	if (r < 0) {
+		int at = clip_error_get_offset(e);
+
+		r = key_error(ps, k, offset + (at > 0 ? (size_t)at : 0), -EINVAL, "%s",
+			      clip_error_get_message(e));
+		clip_error_free(e);
+		return r;
+	}
+	clip_level_unref(ps->p->level);
+	ps->p->level = level;
+	return 0;
+}
+
+static int
+parse_one_path(struct parser *ps, const struct key *k, char *value, size_t offset, char **where)
+{
+	if (!path_valid(value))
+		return key_error(
+			ps, k, offset, -EINVAL,
+			"'%.40s' is not an absolute, normalised path without ':' or spaces", value);
+	return set_path(where, value);
+}
+
+static int
+parse_root(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_one_path(ps, k, value, offset, &ps->p->root);
+}
+
+static int
+parse_data(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_one_path(ps, k, value, offset, &ps->p->data_dir);
+}
+
+/* Decimal without sign or leading zero, at most @max. */
+static int
+parse_u64(const char *s, uint64_t max, uint64_t *ret, const char **end)
+{
+	uint64_t v = 0;
+	const char *c = s;
+
+	if (!isdigit((unsigned char)*c) || (c[0] == '0' && isdigit((unsigned char)c[1])))
+		return -EINVAL;
+	for (; isdigit((unsigned char)*c); c++) {
+		unsigned d = (unsigned)(*c - '0');
+
+		if (v > (max - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	*ret = v;
+	*end = c;
+	return 0;
+}
+
+static int
+parse_uid_base(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64(value, UINT32_MAX - CAGE_UID_RANGE, &v, &end) < 0 || *end || v == 0 ||
+	    v % CAGE_UID_RANGE)
+		return key_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not a non-zero multiple of %u below 2^32 - %u", value,
+				 CAGE_UID_RANGE, CAGE_UID_RANGE);
+	ps->p->uid_base = (uint32_t)v;
+	return 0;
+}
+
+static int
+parse_start_timeout(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64(value, CAGE_START_TIMEOUT_MAX_S, &v, &end) < 0 || *end || v == 0)
+		return key_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not a number of seconds from 1 to %u", value,
+				 CAGE_START_TIMEOUT_MAX_S);
+	ps->p->start_timeout_s = v == CAGE_START_TIMEOUT_S ? 0 : (unsigned)v;
+	return 0;
+}
+
+/* One word of a list-valued key: 0, -E2BIG (too many) or -EINVAL. */
+typedef int (*word_fn)(struct clip_cage_profile *p, const struct key *k, char *word);
+
+static int
+parse_words(struct parser *ps, const struct key *k, char *value, size_t offset, size_t skip,
+	    word_fn add, int max, const char *bad)
+{
+	char *s = value + skip, *w;
+	int r;
+
+	while ((w = next_word(&s))) {
+		size_t at = offset + (size_t)(w - value);
+
+		r = add(ps->p, k, w);
+		if (r == -E2BIG)
+			return key_error(ps, k, at, r, "more than %d entries", max);
+		if (r < 0)
+			return key_error(ps, k, at, r, "'%.40s' %s", w, bad);
+	}
+	return 0;
+}
+
+static int
+add_bind(struct clip_cage_profile *p, const struct key *k, char *word)
+{
+	char *colon = strchr(word, ':');
+
+	if (colon)
+		*colon = '\0';
+	return mount_add(p, word, colon ? colon + 1 : word, strcmp(k->name, "Bind") == 0);
+}
+
+static int
+parse_binds(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_words(ps, k, value, offset, 0, add_bind, CLIP_CAGE_BINDS_MAX,
+			   "is not SOURCE[:TARGET] with absolute, normalised paths, a target not "
+			   "/, /proc, /dev or /data, nor one given twice");
+}
+
+static int
+add_tmpfs(struct clip_cage_profile *p, const struct key *k, char *word)
+{
+	return mount_add(p, NULL, word, true);
+}
+
+static int
+parse_tmpfs(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_words(ps, k, value, offset, 0, add_tmpfs, CLIP_CAGE_BINDS_MAX,
+			   "is not a valid target");
+}
+
+static int
+parse_net_mode(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	static const char *const modes[] = { "none", "loopback", "veth" };
+
+	for (size_t i = 0; i < ELEMENTSOF(modes); i++)
+		if (strcmp(value, modes[i]) == 0) {
+			ps->p->net_mode = (int)i;
+			return 0;
+		}
+	return key_error(ps, k, offset, -EINVAL, "'%.40s' is not none, loopback or veth", value);
+}
+
+static int
+parse_address(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	if (address_parse(value, &ps->p->addr_be, &ps->p->prefix) < 0)
+		return key_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not an IPv4 address with a prefix of 8 to 30 bits",
+				 value);
+	ps->p->address = strdup(value);
+	return ps->p->address ? 0 : -ENOMEM;
+}
+
+static int
+parse_memory(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	static const char units[] = "KMGT";
+	const char *end, *u;
+	uint64_t v, mult = 1;
+
+	if (parse_u64(value, UINT64_MAX, &v, &end) < 0)
+		goto bad;
+	if (*end) {
+		u = strchr(units, *end);
+		if (!u || !*u || end[1])
+			goto bad;
+		for (const char *x = units; x <= u; x++)
+			mult *= 1024;
+	}
+	if (v == 0 || v > UINT64_MAX / mult || v * mult < 4096 * 16)
+		goto bad;
+	ps->p->limits.memory_max = v * mult;
+	return 0;
+bad:
+	return key_error(ps, k, offset, -EINVAL,
+			 "'%.40s' is not a size of at least 64K (bytes, or with K, M, G, T)",
+			 value);
+}
+
+static int
+parse_tasks(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64(value, 4194304, &v, &end) < 0 || *end || v == 0)
+		return key_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not a number from 1 to 4194304", value);
+	ps->p->limits.tasks_max = v;
+	return 0;
+}
+
+static int
+parse_cpu(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64(value, CPU_QUOTA_MAX, &v, &end) < 0 || strcmp(end, "%") != 0 || v == 0)
+		return key_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not a percentage from 1%% to %d%%", value,
+				 CPU_QUOTA_MAX);
+	ps->p->limits.cpu_quota_percent = (uint32_t)v;
+	return 0;
+}
+
+static int
+add_cap(struct clip_cage_profile *p, const struct key *k, char *word)
+{
+	return clip_cage_profile_add_capability(p, word);
+}
+
+static int
+parse_caps(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_words(ps, k, value, offset, 0, add_cap, CAP_MAX + 1, "is not a capability");
+}
+
+static int
+add_syscall(struct clip_cage_profile *p, const struct key *k, char *word)
+{
+	return clip_cage_profile_add_syscall_deny(p, word);
+}
+
+static int
+parse_syscalls(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	if (value[0] != '~')
+		return key_error(ps, k, offset, -EINVAL,
+				 "only additions to the deny-list are supported: write ~NAME...");
+	return parse_words(ps, k, value, offset, 1, add_syscall, CLIP_CAGE_SYSCALLS_MAX,
+			   "is not a system call of this architecture");
+}
+
+static int
+parse_yes_no(struct parser *ps, const struct key *k, char *value, size_t offset, bool *where)
+{
+	if (strcmp(value, "yes") == 0)
+		*where = true;
+	else if (strcmp(value, "no") == 0)
+		*where = false;
+	else
+		return key_error(ps, k, offset, -EINVAL, "'%.40s' is not yes or no", value);
+	return 0;
+}
+
+static int
+parse_wx(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_yes_no(ps, k, value, offset, &ps->p->wx);
+}
+
+static int
+parse_measure(struct parser *ps, const struct key *k, char *value, size_t offset)
+{
+	return parse_yes_no(ps, k, value, offset, &ps->p->measure);
+}
+
+static const struct key keys[] = {
+	{ SECTION_CAGE, "Name", parse_name },
+	{ SECTION_CAGE, "Level", parse_level },
+	{ SECTION_CAGE, "Root", parse_root },
+	{ SECTION_CAGE, "DataDirectory", parse_data },
+	{ SECTION_CAGE, "UidBase", parse_uid_base },
+	{ SECTION_CAGE, "StartTimeoutSec", parse_start_timeout },
+	{ SECTION_FILES, "BindReadOnly", parse_binds },
+	{ SECTION_FILES, "Bind", parse_binds },
+	{ SECTION_FILES, "TemporaryFileSystem", parse_tmpfs },
+	{ SECTION_NETWORK, "Mode", parse_net_mode },
+	{ SECTION_NETWORK, "Address", parse_address },
+	{ SECTION_LIMITS, "MemoryMax", parse_memory },
+	{ SECTION_LIMITS, "TasksMax", parse_tasks },
+	{ SECTION_LIMITS, "CPUQuota", parse_cpu },
+	{ SECTION_SECURITY, "Capability", parse_caps },
+	{ SECTION_SECURITY, "SystemCallFilter", parse_syscalls },
+	{ SECTION_SECURITY, "WriteXorExecute", parse_wx },
+	{ SECTION_SECURITY, "Measure", parse_measure },
+};
+
+static void
+trim(char **s, size_t *n)
+{
+	while (*n && (**s == ' ' || **s == '\t')) {
+		(*s)++;
+		(*n)--;
+	}
+	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
+		(*n)--;
+	(*s)[*n] = '\0';
+}
+
+static int
+parse_section(struct parser *ps, char *line, size_t n, size_t offset)
+{
+	if (n < 3 || line[n - 1] != ']')
+		return key_error(ps, NULL, offset, -EINVAL, "a section header is '[Name]'");
+	line[n - 1] = '\0';
+	for (int i = 0; i < _SECTION_MAX; i++)
+		if (strcmp(line + 1, section_names[i]) == 0) {
+			if (ps->section_seen[i])
+				return key_error(ps, NULL, offset, -EINVAL,
+						 "section [%s] given twice", section_names[i]);
+			ps->section_seen[i] = true;
+			ps->section = i;
+			return 0;
+		}
+	return key_error(ps, NULL, offset, -EINVAL,
+			 "unknown section [%.40s] (Cage, Files, Network, Limits, Security)",
+			 line + 1);
+}
+
+static int
+parse_assignment(struct parser *ps, char *line, size_t n, size_t offset, bool *seen)
+{
+	char *eq = memchr(line, '=', n), *key = line, *value;
+	size_t kn, vn;
+
+	if (!eq)
+		return key_error(ps, NULL, offset, -EINVAL,
+				 "expected '[Section]', 'Key=Value' or a comment");
+	if (ps->section < 0)
+		return key_error(ps, NULL, offset, -EINVAL, "a key before any section");
+	kn = (size_t)(eq - line);
+	value = eq + 1;
+	vn = n - kn - 1;
+	trim(&key, &kn);
+	trim(&value, &vn);
+	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+		const struct key *k = &keys[i];
+		size_t voffset = offset + (size_t)(value - line);
+
+		if ((int)k->section != ps->section || strcmp(k->name, key) != 0)
+			continue;
+		if (seen[i])
+			return key_error(ps, k, offset, -EINVAL, "given twice");
+		seen[i] = true;
+		if (vn == 0)
+			return key_error(ps, k, voffset, -EINVAL, "empty value");
+		return k->parse(ps, k, value, voffset);
+	}
+	return key_error(ps, NULL, offset, -EINVAL, "[%s] has no key '%.40s'",
+			 section_names[ps->section], key);
+}
+
+static int
+profile_parse(struct clip_cage_profile **ret, const char *filename, const char *untrusted_data,
+	      size_t size, struct clip_error **reterr)
+{
+	_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
+	bool seen[ELEMENTSOF(keys)] = { false };
+	struct parser ps = {
+		.filename = filename ? filename : "profile",
+		.data = untrusted_data,
+		.size = size,
+		.section = -1,
+		.reterr = reterr,
+	};
+	char line[LINE_MAX_BYTES + 1];
+	size_t pos = 0;
+	int r;
+
+	if (size > CLIP_CAGE_PROFILE_SIZE_MAX)
+		return error_setf(reterr, -E2BIG, CLIP_CAGE_PROFILE_SIZE_MAX,
+				  "%s: longer than %d bytes", ps.filename,
+				  CLIP_CAGE_PROFILE_SIZE_MAX);
+	p = ps.p = profile_alloc();
+	if (!p)
+		return -ENOMEM;
+
+	while (pos < size) {
+		const char *nl = memchr(untrusted_data + pos, '\n', size - pos);
+		size_t n = nl ? (size_t)(nl - (untrusted_data + pos)) : size - pos;
+		char *s = line;
+
+		ps.line++;
+		if (n > LINE_MAX_BYTES)
+			return key_error(&ps, NULL, pos + LINE_MAX_BYTES, -EINVAL,
+					 "line longer than %d bytes", LINE_MAX_BYTES);
+		memcpy(line, untrusted_data + pos, n);
+		line[n] = '\0';
+		for (size_t i = 0; i < n; i++)
+			if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
+				return key_error(&ps, NULL, pos + i, -EINVAL,
+						 "control character 0x%02x",
+						 (unsigned char)line[i]);
+			else if ((unsigned char)line[i] >= 0x7f)
+				return key_error(&ps, NULL, pos + i, -EINVAL,
+						 "byte 0x%02x: profiles are ASCII",
+						 (unsigned char)line[i]);
+		trim(&s, &n);
+		if (n == 0 || s[0] == '#' || s[0] == ';')
+			r = 0;
+		else if (s[0] == '[')
+			r = parse_section(&ps, s, n, pos + (size_t)(s - line));
+		else
+			r = parse_assignment(&ps, s, n, pos + (size_t)(s - line), seen);
+		if (r < 0)
+			return r;
+		pos = nl ? (size_t)(nl - untrusted_data) + 1 : size;
+	}
+	if (!p->name)
+		return error_setf(reterr, -EINVAL, (int)size, "%s: no Name= in [Cage]",
+				  ps.filename);
+	if ((p->net_mode == CLIP_CAGE_NET_VETH) != !!p->address)
+		return error_setf(reterr, -EINVAL, (int)size,
+				  "%s: [Network] Address= is needed with Mode=veth, and only then",
+				  ps.filename);
+	*ret = steal_ptr(p);
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_parse(struct clip_cage_profile **ret, const char *filename, const char *data,
+			size_t size, struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	clip_assert_return(ret, api_return(-EINVAL, reterr));
+	clip_assert_return(data || size == 0, api_return(-EINVAL, reterr));
+
+	return api_return(profile_parse(ret, filename, data ? data : "", size, reterr), reterr);
+}
+
+static int
+profile_load(struct clip_cage_profile **ret, int fd, const char *filename,
+	     struct clip_error **reterr)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t n = 0;
+
+	if (fstat(fd, &st) < 0)
+		return error_set_errno(reterr, -errno, "%s", filename);
+	if (!S_ISREG(st.st_mode))
+		return error_set(reterr, -EMEDIUMTYPE, "%s: not a regular file", filename);
+	buf = malloc(CLIP_CAGE_PROFILE_SIZE_MAX + 1);
+	if (!buf)
+		return -ENOMEM;
+	/* One byte more than allowed, so that the parser sees a file too long. */
+	while (n <= CLIP_CAGE_PROFILE_SIZE_MAX) {
+		ssize_t k = read(fd, buf + n, CLIP_CAGE_PROFILE_SIZE_MAX + 1 - n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return error_set_errno(reterr, -EIO, "%s: cannot read", filename);
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	return profile_parse(ret, filename, buf, n, reterr);
+}
+
+CLIP_EXPORT int
+clip_cage_profile_load(struct clip_cage_profile **ret, int fd, const char *filename,
+		       struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	clip_assert_return(ret, api_return(-EINVAL, reterr));
+	clip_assert_return(fd >= 0, api_return(-EBADF, reterr));
+
+	return api_return(profile_load(ret, fd, filename ? filename : "profile", reterr), reterr);
+}
+
+/* -- the formatter --------------------------------------------------- */
+
+static int
+cmp_target(const void *a, const void *b)
+{
+	const struct cage_mount *const *x = a, *const *y = b;
+
+	return strcmp((*x)->target, (*y)->target);
+}
+
+void
+cage_profile_sorted_mounts(const struct clip_cage_profile *p,
+			   const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX])
+{
+	for (size_t i = 0; i < p->n_mounts; i++)
+		sorted[i] = &p->mounts[i];
+	qsort(sorted, p->n_mounts, sizeof(sorted[0]), cmp_target);
+}
+
+static int
+cmp_string(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* In the order of their targets: the order of the file does not show (canonical text). */
+static void
+format_mounts(FILE *f, const struct clip_cage_profile *p, const char *key, int kind)
+{
+	const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX];
+	bool first = true;
+
+	cage_profile_sorted_mounts(p, sorted);
+	for (size_t i = 0; i < p->n_mounts; i++) {
+		const struct cage_mount *m = sorted[i];
+		int k = !m->source ? 2 : m->rw ? 1 : 0;
+
+		if (k != kind)
+			continue;
+		fprintf(f, "%s%s", first ? key : " ", m->source ? m->source : m->target);
+		if (m->source && strcmp(m->source, m->target) != 0)
+			fprintf(f, ":%s", m->target);
+		first = false;
+	}
+	if (!first)
+		fputc('\n', f);
+}
+
+static int
+profile_format(const struct clip_cage_profile *p, char **ret)
+{
+	static const char *const modes[] = { "none", "loopback", "veth" };
+	_cleanup_free_ char *level = NULL;
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f;
+	int r;
+
+	r = clip_level_format(p->level, &level);
+	if (r < 0)
+		return r;
+	f = open_memstream(&text, &size);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "[Cage]\nName=%s\nLevel=%s\n", p->name, level);
+	if (p->root)
+		fprintf(f, "Root=%s\n", p->root);
+	if (p->data_dir)
+		fprintf(f, "DataDirectory=%s\n", p->data_dir);
+	if (p->uid_base)
+		fprintf(f, "UidBase=%u\n", p->uid_base);
+	if (p->start_timeout_s)
+		fprintf(f, "StartTimeoutSec=%u\n", p->start_timeout_s);
+	fputs("\n[Files]\n", f);
+	format_mounts(f, p, "BindReadOnly=", 0);
+	format_mounts(f, p, "Bind=", 1);
+	format_mounts(f, p, "TemporaryFileSystem=", 2);
+	fprintf(f, "\n[Network]\nMode=%s\n", modes[p->net_mode]);
+	if (p->address)
+		fprintf(f, "Address=%s\n", p->address);
+	fputs("\n[Limits]\n", f);
+	if (p->limits.memory_max)
+		fprintf(f, "MemoryMax=%llu\n", (unsigned long long)p->limits.memory_max);
+	if (p->limits.tasks_max)
+		fprintf(f, "TasksMax=%llu\n", (unsigned long long)p->limits.tasks_max);
+	if (p->limits.cpu_quota_percent)
+		fprintf(f, "CPUQuota=%u%%\n", p->limits.cpu_quota_percent);
+	fputs("\n[Security]\n", f);
+	if (p->caps) {
+		const char *sep = "Capability=";
+
+		for (unsigned c = 0; c <= CAP_MAX; c++) {
+			if (!(p->caps & (UINT64_C(1) << c)))
+				continue;
+			fprintf(f, "%scap_%s", sep, capng_capability_to_name(c));
+			sep = " ";
+		}
+		fputc('\n', f);
+	}
+	if (p->n_syscalls) {
+		/* Sorted by name, like the capabilities: canonical text. */
+		char *names[CLIP_CAGE_SYSCALLS_MAX];
+		size_t n = 0;
+
+		for (size_t i = 0; i < p->n_syscalls; i++) {
+			names[n] =
+				seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, p->syscalls[i]);
+			if (!names[n]) {
+				r = -ENOMEM;
+				break;
+			}
+			n++;
+		}
+		qsort(names, n, sizeof(names[0]), cmp_string);
+		fputs("SystemCallFilter=~", f);
+		for (size_t i = 0; i < n; i++) {
+			fprintf(f, "%s%s", i ? " " : "", names[i]);
+			free(names[i]);
+		}
+		fputc('\n', f);
+	}
+	fprintf(f, "WriteXorExecute=%s\n", p->wx ? "yes" : "no");
+	fprintf(f, "Measure=%s\n", p->measure ? "yes" : "no");
+	if (fclose(f) != 0 || r < 0) {
+		free(text);
+		return -ENOMEM;
+	}
+	*ret = text;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_format(const struct clip_cage_profile *p, char **ret)
+{
+	clip_assert_return(p && ret, -EINVAL);
+	return profile_format(p, ret);
+}

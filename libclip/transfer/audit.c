@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The audit trail; doc/transfer.md explains the choices.
+ *
+ * Record (one line): "v1 seq=N time=S.NS event=... src=... ... prev=HASH
+ * mac=MAC" where every value is %-escaped printable ASCII, HASH is the
+ * SHA-256 of the previous record's line (zeros for the first) and MAC is
+ * HMAC-SHA256(audit key, the line up to " mac="). The anchor, NAME.head:
+ * "v1 count=N last=HASH mac=MAC", replaced atomically after each append.
+ *
+ * syslog(3) is used here on purpose: it is the audit trail going to the
+ * system's log, not library chatter, which goes to the context's handler.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <time.h>
+
+#include <clip/audit.h>
+
+#include "base/crypto.h"
+#include "base/ctx-internal.h"
+#include "base/error.h"
+#include "keys/key.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#define AUDIT_FIELD_MAX 4096
+#define AUDIT_LINE_MAX (16 * AUDIT_FIELD_MAX)
+#define AUDIT_HEAD_SUFFIX ".head"
+#define AUDIT_NAME_MAX 200
+
+struct clip_audit {
+	unsigned n_ref;
+	struct clip_ctx *ctx;
+	int dirfd;
+	int fd;
+	char name[AUDIT_NAME_MAX + 1];
+	unsigned flags;
+	uint64_t count;
+	uint8_t last[32];
+};
+
+struct strbuf {
+	char *p;
+	size_t n, max;
+	bool overflow;
+};
+
+static void
+sb_add(struct strbuf *s, const char *p, size_t n)
+{
+	if (s->overflow || n >= s->max - s->n) {
+		s->overflow = true;
+		return;
+	}
+	memcpy(s->p + s->n, p, n);
+	s->n += n;
+	s->p[s->n] = '\0';
+}
+
+/* " key=value", the value %-escaped so that a record is one line of ASCII. */
+static void
+sb_field(struct strbuf *s, const char *key, const char *value)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n;
+
+	sb_add(s, " ", 1);
+	sb_add(s, key, strlen(key));
+	sb_add(s, "=", 1);
+	if (!value || !*value) {
+		sb_add(s, "-", 1);
+		return;
+	}
+	n = strnlen(value, AUDIT_FIELD_MAX + 1);
+	if (n > AUDIT_FIELD_MAX) {
+		s->overflow = true;
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)value[i];
+
+		if (c <= 0x20 || c >= 0x7f || c == '%' || c == '=') {
+			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+
+			sb_add(s, e, 3);
+		} else
+			sb_add(s, (const char *)&c, 1);
+	}
+}
+
+static void
+sb_hex(struct strbuf *s, const char *key, const uint8_t *p, size_t n)
+{
+	char hex[2 * 32 + 1];
+
+	hex_encode(p, n, hex);
+	sb_field(s, key, hex);
+}
+
+/* The MAC of @text and its hex, for the " mac=" suffix. */
+static int
+audit_mac(struct clip_ctx *ctx, bool create, const char *text, size_t n, uint8_t mac[32],
+	  struct clip_error **reterr)
+{
+	const uint8_t *key;
+	int r;
+
+	r = ctx_get_key(ctx, KEY_PURPOSE_AUDIT, create, &key, reterr);
+	if (r < 0)
+		return r;
+	return mac_sha256(key, text, n, mac);
+}
+
+/* Check one record line against what it must follow. */
+static int
+record_check(struct clip_ctx *ctx, const char *untrusted_line, size_t n, uint64_t seq,
+	     const uint8_t prev[32], uint8_t hash[32], struct clip_error **reterr)
+{
+	char want[96], hex[65];
+	uint8_t untrusted_mac[32], mac[32];
+	const char *m;
+	int k, r;
+
+	k = snprintf(want, sizeof(want), "v1 seq=%" PRIu64 " ", seq);
+	if (n < (size_t)k || memcmp(untrusted_line, want, (size_t)k) != 0)
+		return error_set(reterr, -EBADMSG,
+				 "record %" PRIu64 " is not the record expected there (missing, "
+				 "reordered or malformed)",
+				 seq);
+	/* The record ends with exactly " mac=" and 64 hex digits. */
+	if (n < 5 + 64 + 6 + 64 || memcmp(untrusted_line + n - 69, " mac=", 5) != 0 ||
+	    hex_decode(untrusted_line + n - 64, 32, untrusted_mac) < 0)
+		return error_set(reterr, -EBADMSG, "record %" PRIu64 " has no valid MAC", seq);
+	m = untrusted_line + n - 69;
+	hex_encode(prev, 32, hex);
+	if ((size_t)(m - untrusted_line) < 70 || memcmp(m - 70, " prev=", 6) != 0 ||
+	    memcmp(m - 64, hex, 64) != 0)
+		return error_set(reterr, -EBADMSG,
+				 "record %" PRIu64 " does not follow record %" PRIu64
+				 " (a record was deleted, inserted or reordered)",
+				 seq, seq - 1);
+	r = audit_mac(ctx, false, untrusted_line, (size_t)(m - untrusted_line), mac, reterr);
+	if (r < 0)
+		return r;
+	if (!crypto_equal(mac, untrusted_mac, 32))
+		return error_set(reterr, -EBADMSG,
+				 "record %" PRIu64 " does not verify: it was edited, or made "
+				 "with another key",
+				 seq);
+	return crypto_sha256(untrusted_line, n, hash);
+}
+
+struct anchor {
+	bool present;
+	uint64_t count;
+	uint8_t last[32];
+};
+
+static int
+anchor_format(struct clip_ctx *ctx, uint64_t count, const uint8_t last[32], char *out, size_t max,
+	      struct clip_error **reterr)
+{
+	char hex[65], mhex[65];
+	uint8_t mac[32];
+	int n, r;
+
+	hex_encode(last, 32, hex);
+	n = snprintf(out, max, "v1 count=%" PRIu64 " last=%s", count, hex);
+	r = audit_mac(ctx, true, out, (size_t)n, mac, reterr);
+	if (r < 0)
+		return r;
+	hex_encode(mac, 32, mhex);
+	return snprintf(out + n, max - (size_t)n, " mac=%s\n", mhex) + n;
+}
+
+static int
+anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
+	    struct clip_error **reterr)
+{
+	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], untrusted_text[256], want[256];
+	_cleanup_close_ int fd = -1;
+	uint8_t last[32];
+	uint64_t count;
+	ssize_t n;
+	int k, r;
+
+	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, name);
+	*a = (struct anchor){ 0 };
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0 && errno == ENOENT)
+		return 0;
+	if (fd < 0)
+		return error_set_errno(reterr, -errno, "cannot open the anchor %s", path);
+	n = read(fd, untrusted_text, sizeof(untrusted_text) - 1);
+	if (n < 0)
+		return error_set_errno(reterr, -errno, "cannot read the anchor %s", path);
+	untrusted_text[n] = '\0';
+	if (sscanf(untrusted_text, "v1 count=%" SCNu64 " last=%64s", &count, want) != 2 ||
+	    hex_decode(want, 32, last) < 0)
+		return error_set(reterr, -EBADMSG, "the anchor %s is malformed", path);
+	k = anchor_format(ctx, count, last, want, sizeof(want), reterr);
+	if (k < 0)
+		return k;
+	r = (size_t)n == (size_t)k && crypto_equal(want, untrusted_text, (size_t)k);
+	if (!r)
+		return error_set(reterr, -EBADMSG,
+				 "the anchor %s does not verify: it was edited, or made with "
+				 "another key",
+				 path);
+	a->present = true;
+	a->count = count;
+	memcpy(a->last, last, 32);
+	return 0;
+}
+
+static int
+anchor_write(struct clip_audit *audit, struct clip_error **reterr)
+{
+	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], text[256];
+	int n, r;
+
+	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, audit->name);
+	n = anchor_format(audit->ctx, audit->count, audit->last, text, sizeof(text), reterr);
+	if (n < 0)
+		return n;
+	r = write_file_atomic(audit->dirfd, path, text, (size_t)n, 0600, true);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot update the anchor %s", path);
+	return 0;
+}
+
+struct walk {
+	uint64_t count;
+	uint8_t last[32];
+	off_t good_end; /* the end of the last good record */
+	bool torn; /* a last line without its newline */
+	uint64_t anchor_count;
+	uint8_t at_anchor[32]; /* the hash of record anchor_count */
+};
+
+/* Verify every record of the log at @fd from its start. */
+static int
+log_walk(struct clip_ctx *ctx, int fd, clip_audit_record_fn fn, void *userdata, struct walk *w,
+	 struct clip_error **reterr)
+{
+	_cleanup_free_ char *untrusted_buf = malloc(AUDIT_LINE_MAX + 1);
+	off_t pos = 0;
+	int r;
+
+	if (!untrusted_buf)
+		return -ENOMEM;
+	/* Read from the first unconsumed byte each time: no copy of a partial line. */
+	for (;;) {
+		ssize_t k = pread(fd, untrusted_buf, AUDIT_LINE_MAX + 1, pos);
+		size_t have, off = 0;
+		char *line, *nl;
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return error_set_errno(reterr, -errno, "cannot read the audit log");
+		have = (size_t)k;
+		while ((line = untrusted_buf + off), (nl = memchr(line, '\n', have - off))) {
+			size_t len = (size_t)(nl - line);
+			uint8_t hash[32];
+
+			*nl = '\0';
+			r = record_check(ctx, line, len, w->count + 1, w->last, hash, reterr);
+			if (r < 0)
+				return r;
+			w->count++;
+			memcpy(w->last, hash, 32);
+			if (w->count == w->anchor_count)
+				memcpy(w->at_anchor, hash, 32);
+			if (fn) {
+				r = fn(line, userdata);
+				if (r < 0)
+					return r;
+			}
+			off += len + 1;
+			pos += (off_t)len + 1;
+			w->good_end = pos;
+		}
+		if (k == 0)
+			return 0;
+		/* A short read of a regular file is its end: a rest without newline is torn. */
+		if (have < AUDIT_LINE_MAX + 1) {
+			if (off < have) {
+				w->torn = true;
+				return 0;
+			}
+			continue;
+		}
+		if (off == 0)
+			return error_set(reterr, -EBADMSG, "record %" PRIu64 " is over %d bytes",
+					 w->count + 1, AUDIT_LINE_MAX);
+	}
+}
+
+static int
+check_name(const char *name)
+{
+	return name && *name && !strchr(name, '/') && strlen(name) <= AUDIT_NAME_MAX &&
+	       strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+static int
+open_dir(struct clip_ctx *ctx, int dirfd, bool create, struct clip_error **reterr)
+{
+	int r;
+
+	if (dirfd == AT_FDCWD)
+		r = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else if (dirfd >= 0)
+		r = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (dirfd >= 0 || dirfd == AT_FDCWD)
+		return r < 0 ? error_set_errno(reterr, -errno, "cannot open the log's directory")
+			     : r;
+	r = ctx_open_state_dir(ctx, create, reterr);
+	if (r == -ENOENT)
+		return error_set(reterr, -ENOENT, "no state directory %s", ctx->state_dir);
+	return r;
+}
+
+static int
+audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_record_fn fn,
+	     void *userdata, uint64_t *ret_count, struct clip_error **reterr)
+{
+	_cleanup_close_ int dfd = -1, fd = -1;
+	struct anchor a;
+	struct walk w;
+	int r;
+
+	dfd = open_dir(ctx, dirfd, false, reterr);
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0 && errno != ENOENT)
+		return error_set_errno(reterr, -errno, "cannot open the audit log %s", name);
+	r = anchor_read(ctx, dfd, name, &a, reterr);
+	if (r < 0)
+		return r;
+	if (fd < 0 && a.count > 0)
+		return error_set(reterr, -EBADMSG,
+				 "the audit log %s was deleted: its anchor says %" PRIu64
+				 " records",
+				 name, a.count);
+	if (fd < 0)
+		return error_set(reterr, -ENOENT, "no audit log %s", name);
+	w = (struct walk){ .anchor_count = a.count };
+	r = log_walk(ctx, fd, fn, userdata, &w, reterr);
+	if (r < 0)
+		return r;
+	if (!a.present && w.count > 0)
+		return error_set(reterr, -EBADMSG,
+				 "the anchor %s" AUDIT_HEAD_SUFFIX
+				 " is missing: a truncation cannot be ruled out",
+				 name);
+	if (w.count < a.count)
+		return error_set(reterr, -EBADMSG,
+				 "the log was truncated: %" PRIu64
+				 " records, the anchor says %" PRIu64,
+				 w.count, a.count);
+	if (a.count > 0 && memcmp(w.at_anchor, a.last, 32) != 0)
+		return error_set(reterr, -EBADMSG,
+				 "record %" PRIu64
+				 " does not match the anchor: the log was rewritten",
+				 a.count);
+	if (w.count > a.count)
+		log_warning(ctx,
+			    "audit log %s: %" PRIu64 " verified records after the anchor "
+			    "(a crash between the append and the anchor update)",
+			    name, w.count - a.count);
+	if (w.torn)
+		log_warning(ctx, "audit log %s: a torn last record (a crash while appending)",
+			    name);
+	if (ret_count)
+		*ret_count = w.count;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_record_fn fn,
+		  void *userdata, uint64_t *ret_count, struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+	ctx_assert_log_return(ctx, dirfd >= -1 || dirfd == AT_FDCWD, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, !name || check_name(name), api_return(-EINVAL, reterr));
+
+	return api_return(audit_verify(ctx, dirfd, name ? name : CLIP_AUDIT_LOG_NAME, fn, userdata,
+				       ret_count, reterr),
+			  reterr);
+}
+
+static struct clip_audit *
+audit_free(struct clip_audit *audit)
+{
+	if (audit->fd >= 0)
+		close(audit->fd);
+	if (audit->dirfd >= 0)
+		close(audit->dirfd);
+	clip_ctx_unref(audit->ctx);
+	free(audit);
+	return NULL;
+}
+
+DEFINE_UNREF_CLEANUP(struct clip_audit, audit_free)
+
+/* Cut a torn tail, anchor records a crash left unanchored. */
+static int
+audit_recover(struct clip_audit *audit, struct clip_error **reterr)
+{
+	struct anchor a;
+	struct walk w;
+	int r;
+
+	r = anchor_read(audit->ctx, audit->dirfd, audit->name, &a, reterr);
+	if (r < 0)
+		return r;
+	w = (struct walk){ .anchor_count = a.count };
+	r = log_walk(audit->ctx, audit->fd, NULL, NULL, &w, reterr);
+	if (r < 0)
+		return r;
+	if (!a.present && w.count > 0)
+		return error_set(reterr, -EBADMSG,
+				 "the anchor of %s is missing: a truncation cannot be ruled out",
+				 audit->name);
+	if (w.count < a.count)
+		return error_set(reterr, -EBADMSG,
+				 "the log %s was truncated: %" PRIu64
+				 " records, the anchor says %" PRIu64,
+				 audit->name, w.count, a.count);
+	if (a.count > 0 && memcmp(w.at_anchor, a.last, 32) != 0)
+		return error_set(reterr, -EBADMSG,
+				 "record %" PRIu64 " of %s does not match the anchor", a.count,
+				 audit->name);
+	if (w.torn) {
+		log_warning(audit->ctx, "audit log %s: cutting a record torn by a crash",
+			    audit->name);
+		if (ftruncate(audit->fd, w.good_end) < 0 || fsync(audit->fd) < 0)
+			return error_set_errno(reterr, -errno, "cannot repair %s", audit->name);
+	}
+	audit->count = w.count;
+	memcpy(audit->last, w.last, 32);
+	if (!a.present || w.count != a.count)
+		return anchor_write(audit, reterr);
+	return 0;
+}
+
+static int
+audit_open(struct clip_audit **ret, struct clip_ctx *ctx, int dirfd, const char *name,
+	   unsigned flags, struct clip_error **reterr)
+{
+	_cleanup_(audit_freep) struct clip_audit *audit = NULL;
+	const uint8_t *key;
+	int r;
+
+	audit = calloc(1, sizeof(*audit));
+	if (!audit)
+		return -ENOMEM;
+	audit->n_ref = 1;
+	audit->fd = audit->dirfd = -1;
+	audit->ctx = clip_ctx_ref(ctx);
+	audit->flags = flags;
+	strcpy(audit->name, name);
+	/* The key first: a log nobody can sign is not worth creating. */
+	r = ctx_get_key(ctx, KEY_PURPOSE_AUDIT, true, &key, reterr);
+	if (r < 0)
+		return r;
+	audit->dirfd = open_dir(ctx, dirfd, true, reterr);
+	if (audit->dirfd < 0)
+		return audit->dirfd;
+	audit->fd = openat(audit->dirfd, name,
+			   O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (audit->fd < 0)
+		return error_set_errno(reterr, -errno, "cannot open the audit log %s", name);
+	/* One writer: a second one would fork the chain. */
+	if (flock(audit->fd, LOCK_EX | LOCK_NB) < 0)
+		return error_set_errno(reterr, errno == EWOULDBLOCK ? -EBUSY : -errno,
+				       "the audit log %s is in use", name);
+	r = audit_recover(audit, reterr);
+	if (r < 0)
+		return r;
+	*ret = steal_ptr(audit);
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_audit_open(struct clip_audit **ret, struct clip_ctx *ctx, int dirfd, const char *name,
+		unsigned flags, struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+	ctx_assert_log_return(ctx, ret, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, dirfd >= -1 || dirfd == AT_FDCWD, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, !name || check_name(name), api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, (flags & ~CLIP_AUDIT_SYSLOG) == 0, api_return(-EINVAL, reterr));
+
+	return api_return(
+		audit_open(ret, ctx, dirfd, name ? name : CLIP_AUDIT_LOG_NAME, flags, reterr),
+		reterr);
+}
+
+CLIP_EXPORT struct clip_audit *
+clip_audit_ref(struct clip_audit *audit)
+{
+	if (audit)
+		audit->n_ref++;
+	return audit;
+}
+
+CLIP_EXPORT struct clip_audit *
+clip_audit_unref(struct clip_audit *audit)
+{
+	if (audit && --audit->n_ref == 0)
+		audit_free(audit);
+	return NULL;
+}
+
+static int
+record_format(struct clip_audit *audit, const struct clip_audit_entry *e, struct strbuf *s,
+	      struct clip_error **reterr)
+{
+	char num[64];
+	struct timespec ts;
+	uint8_t mac[32];
+	int r;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	snprintf(num, sizeof(num), "v1 seq=%" PRIu64 " time=%lld.%09ld", audit->count + 1,
+		 (long long)ts.tv_sec, ts.tv_nsec);
+	sb_add(s, num, strlen(num));
+	sb_field(s, "event", e->event);
+	sb_field(s, "src", e->source);
+	sb_field(s, "srclevel", e->source_level);
+	sb_field(s, "dst", e->target);
+	sb_field(s, "dstlevel", e->target_level);
+	sb_field(s, "name", e->name);
+	snprintf(num, sizeof(num), "%" PRIu64, e->length);
+	sb_field(s, "size", num);
+	if (e->sha256)
+		sb_hex(s, "sha256", e->sha256, 32);
+	else
+		sb_field(s, "sha256", NULL);
+	sb_field(s, "decision", e->decision);
+	sb_field(s, "by", e->decided_by);
+	sb_field(s, "reason", e->reason);
+	sb_hex(s, "prev", audit->last, 32);
+	if (s->overflow)
+		return error_set(reterr, -E2BIG, "an audit record field is over %d bytes",
+				 AUDIT_FIELD_MAX);
+	r = audit_mac(audit->ctx, true, s->p, s->n, mac, reterr);
+	if (r < 0)
+		return r;
+	sb_hex(s, "mac", mac, 32);
+	sb_add(s, "\n", 1);
+	return s->overflow ? -E2BIG : 0;
+}
+
+static int
+audit_append(struct clip_audit *audit, const struct clip_audit_entry *e, struct clip_error **reterr)
+{
+	_cleanup_free_ char *line = malloc(AUDIT_LINE_MAX + 1);
+	struct strbuf s = { .p = line, .max = AUDIT_LINE_MAX + 1 };
+	struct stat st;
+	int r;
+
+	if (!line)
+		return -ENOMEM;
+	r = record_format(audit, e, &s, reterr);
+	if (r < 0)
+		return r;
+	if (fstat(audit->fd, &st) < 0)
+		return error_set_errno(reterr, -errno, "cannot stat the audit log");
+	r = write_full(audit->fd, line, s.n);
+	if (r == 0 && fdatasync(audit->fd) < 0)
+		r = -errno;
+	if (r < 0) {
+		/* Nothing half-written stays behind; the chain goes on from the last record. */
+		if (ftruncate(audit->fd, st.st_size) < 0)
+			log_err(audit->ctx, "cannot cut a half-written audit record");
+		return error_set_errno(reterr, r, "cannot append to the audit log %s", audit->name);
+	}
+	audit->count++;
+	r = crypto_sha256(line, s.n - 1, audit->last);
+	if (r < 0)
+		return r;
+	if (audit->flags & CLIP_AUDIT_SYSLOG) {
+		line[s.n - 1] = '\0';
+		syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", line);
+	}
+	return anchor_write(audit, reterr);
+}
+
+CLIP_EXPORT int
+clip_audit_append(struct clip_audit *audit, const struct clip_audit_entry *entry,
+		  struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	clip_assert_return(audit, api_return(-EINVAL, reterr));
+	ctx_assert_return_error(audit->ctx, reterr);
+	ctx_assert_log_return(audit->ctx, entry, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(audit->ctx, entry->size >= sizeof(*entry),
+			      api_return(-EINVAL, reterr));
+
+	return api_return(audit_append(audit, entry, reterr), reterr);
+}
