@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The internal helpers every module shares: descriptors over a socket, a string into a file. */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "helpers.h"
-#include "util.h"
+#include "base/util.h"
 
 /* A SOCK_SEQPACKET pair, as the cage's and the mediator's sockets. */
 static void
@@ -114,4 +115,79 @@ Test(util, a_string_goes_into_an_existing_file_only)
 	cr_assert_eq(access(missing, F_OK), -1);
 	cr_assert_eq(write_string("/dev/full", "x"), -ENOSPC);
 	free(dir);
+}
+
+/* A struct of three versions: v1 (a), v2 (+b), v3 (+c). Ours is v2. */
+struct v1 {
+	uint32_t size;
+	uint32_t a;
+};
+struct v2 {
+	uint32_t size;
+	uint32_t a;
+	uint64_t b;
+};
+struct v3 {
+	uint32_t size;
+	uint32_t a;
+	uint64_t b;
+	uint64_t c;
+};
+
+Test(util, a_struct_from_an_older_caller_is_zero_filled)
+{
+	struct v1 old = { .size = sizeof(old), .a = 7 };
+	struct v2 ours;
+
+	memset(&ours, 0xaa, sizeof(ours));
+	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &old, sizeof(struct v1)), 0);
+	cr_assert_eq(ours.a, 7);
+	cr_assert_eq(ours.b, 0, "the member the caller does not know is not zero");
+	cr_assert_eq(ours.size, sizeof(ours));
+}
+
+Test(util, a_struct_from_a_newer_caller_is_taken_when_its_extra_is_zero)
+{
+	struct v3 newer = { .size = sizeof(newer), .a = 1, .b = 2 };
+	struct v2 ours;
+
+	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &newer, sizeof(struct v1)), 0);
+	cr_assert_eq(ours.a, 1);
+	cr_assert_eq(ours.b, 2);
+	newer.c = 1;
+	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &newer, sizeof(struct v1)), -E2BIG,
+		     "a request this version cannot honour was accepted");
+}
+
+Test(util, a_struct_smaller_than_its_first_version_or_huge_is_refused)
+{
+	struct v2 ours;
+	struct v1 tiny = { .size = 2 };
+	static uint8_t huge[STRUCT_SIZE_MAX + 8];
+	uint32_t n = sizeof(huge);
+
+	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &tiny, sizeof(struct v1)), -EINVAL);
+	tiny.size = 0;
+	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &tiny, 0), -EINVAL);
+	memcpy(huge, &n, sizeof(n));
+	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), huge, sizeof(struct v1)), -E2BIG);
+}
+
+Test(util, a_struct_goes_out_as_far_as_the_caller_knows_it)
+{
+	struct v2 ours = { .size = sizeof(ours), .a = 3, .b = 4 };
+	struct v1 old = { .size = sizeof(old) };
+	struct v3 newer;
+
+	cr_assert_eq(struct_copy_out(&old, &ours, sizeof(ours), sizeof(struct v1)), 0);
+	cr_assert_eq(old.a, 3);
+	cr_assert_eq(old.size, sizeof(old), "the caller's size was overwritten");
+	memset(&newer, 0xaa, sizeof(newer));
+	newer.size = sizeof(newer);
+	cr_assert_eq(struct_copy_out(&newer, &ours, sizeof(ours), sizeof(struct v1)), 0);
+	cr_assert_eq(newer.b, 4);
+	cr_assert_eq(newer.c, 0, "the member this version does not know was left as it was");
+	cr_assert_eq(newer.size, sizeof(newer));
+	old.size = 2;
+	cr_assert_eq(struct_copy_out(&old, &ours, sizeof(ours), sizeof(struct v1)), -EINVAL);
 }

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "util.h"
+
+void
+hex_encode(const uint8_t *in, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[in[i] >> 4];
+		out[2 * i + 1] = digits[in[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
+static int
+hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int
+hex_decode(const char *in, size_t n, uint8_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		int hi = hex_digit(in[2 * i]), lo;
+
+		if (hi < 0)
+			return -EINVAL;
+		lo = hex_digit(in[2 * i + 1]);
+		if (lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+int
+fd_is_opath(int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags < 0)
+		return -errno;
+	return !!(flags & O_PATH);
+}
+
+void
+buf_put(struct buf *b, const void *p, size_t n)
+{
+	if (b->overflow || n > b->max - b->size) {
+		b->overflow = true;
+		return;
+	}
+	memcpy(b->data + b->size, p, n);
+	b->size += n;
+}
+
+void
+buf_put_u8(struct buf *b, uint8_t v)
+{
+	buf_put(b, &v, 1);
+}
+
+void
+buf_put_u32(struct buf *b, uint32_t v)
+{
+	uint8_t le[4];
+
+	for (int i = 0; i < 4; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	buf_put(b, le, sizeof(le));
+}
+
+void
+buf_put_u64(struct buf *b, uint64_t v)
+{
+	uint8_t le[8];
+
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	buf_put(b, le, sizeof(le));
+}
+
+void
+secure_wipe(void *p, size_t n)
+{
+	/* Not optimized away, unlike memset() on memory about to be freed. */
+	explicit_bzero(p, n);
+}
+
+uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	(void)clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+long long
+now_ms(void)
+{
+	return (long long)(now_ns() / 1000000);
+}
+
+int
+write_string(const char *path, const char *value)
+{
+	size_t n = strlen(value);
+	ssize_t k;
+	int fd, r = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	k = write(fd, value, n);
+	if (k < 0)
+		r = -errno;
+	else if ((size_t)k != n)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+int
+wait_readable(int fd, long long deadline_ms)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		long long left = deadline_ms - now_ms();
+		int n = poll(&p, 1, left <= 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left);
+
+		if (n > 0)
+			return 0;
+		if (n == 0 && left <= 0)
+			return -ETIMEDOUT;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+int
+read_full(int fd, void *p, size_t n)
+{
+	uint8_t *q = p;
+
+	while (n > 0) {
+		ssize_t k = read(fd, q, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -EIO;
+		q += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+int
+write_full(int fd, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+
+	while (n > 0) {
+		ssize_t k = write(fd, q, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		q += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Link the unnamed file @fd in as @name; a unique temporary name first when replacing. */
+static int
+link_tmpfile(int fd, int dirfd, const char *name, bool replace)
+{
+	char path[64], tmp[NAME_MAX + 1];
+	uint8_t rnd[8];
+	char hex[2 * sizeof(rnd) + 1];
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (!replace)
+		return linkat(AT_FDCWD, path, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+	for (int attempt = 0; attempt < 16; attempt++) {
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -EIO;
+		hex_encode(rnd, sizeof(rnd), hex);
+		if (snprintf(tmp, sizeof(tmp), ".%s.%s", name, hex) >= (int)sizeof(tmp))
+			return -ENAMETOOLONG;
+		if (linkat(AT_FDCWD, path, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0) {
+			if (errno == EEXIST)
+				continue;
+			return -errno;
+		}
+		if (renameat(dirfd, tmp, dirfd, name) < 0) {
+			int r = -errno;
+
+			(void)unlinkat(dirfd, tmp, 0);
+			return r;
+		}
+		return 0;
+	}
+	return -EEXIST;
+}
+
+int
+write_file_atomic(int dirfd, const char *name, const void *data, size_t size, mode_t mode,
+		  bool replace)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	fd = openat(dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	r = write_full(fd, data, size);
+	if (r < 0)
+		return r;
+	if (fsync(fd) < 0)
+		return -errno;
+	r = link_tmpfile(fd, dirfd, name, replace);
+	if (r < 0)
+		return r;
+	return fsync(dirfd) < 0 ? -errno : 0;
+}
+
+int
+send_fds(int sock, const void *buf, size_t n, const int *fds, size_t n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
+	} control = { 0 };
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = n };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (n_fds > FDS_MAX)
+		return -EINVAL;
+	if (n_fds > 0) {
+		struct cmsghdr *c;
+
+		mh.msg_control = control.buf;
+		mh.msg_controllen = CMSG_SPACE(n_fds * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(n_fds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, n_fds * sizeof(int));
+	}
+	for (;;) {
+		if (sendmsg(sock, &mh, MSG_NOSIGNAL) >= 0)
+			return 0;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+ssize_t
+recv_fds(int sock, void *buf, size_t size, int *fds, size_t max_fds, size_t *ret_n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
+	} control;
+	struct iovec iov = { .iov_base = buf, .iov_len = size };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = control.buf,
+			     .msg_controllen = CMSG_SPACE(max_fds * sizeof(int)) };
+	size_t n_fds = 0;
+	bool bad = false;
+	ssize_t n;
+
+	*ret_n_fds = 0;
+	if (max_fds > FDS_MAX)
+		return -EINVAL;
+	if (max_fds == 0)
+		mh.msg_control = NULL, mh.msg_controllen = 0;
+	do
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	/* Every descriptor collected first, so that each is closed on a refusal. */
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		size_t k = c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS
+				   ? (c->cmsg_len - CMSG_LEN(0)) / sizeof(int)
+				   : 0;
+
+		bad |= k == 0;
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (n_fds < max_fds)
+				fds[n_fds++] = fd;
+			else {
+				close(fd);
+				bad = true;
+			}
+		}
+	}
+	if (bad || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (size_t i = 0; i < n_fds; i++)
+			close(fds[i]);
+		return -EBADMSG;
+	}
+	*ret_n_fds = n_fds;
+	return n;
+}
+
+static uint32_t
+struct_size(const void *s)
+{
+	uint32_t size;
+
+	memcpy(&size, s, sizeof(size));
+	return size;
+}
+
+int
+struct_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size)
+{
+	uint32_t size = struct_size(src), own = (uint32_t)dst_size;
+
+	if (size < min_size || size < sizeof(uint32_t))
+		return -EINVAL;
+	if (size > STRUCT_SIZE_MAX)
+		return -E2BIG;
+	for (size_t i = dst_size; i < size; i++)
+		if (((const uint8_t *)src)[i] != 0)
+			return -E2BIG;
+	memset(dst, 0, dst_size);
+	memcpy(dst, src, size < dst_size ? size : dst_size);
+	memcpy(dst, &own, sizeof(own));
+	return 0;
+}
+
+int
+struct_copy_out(void *dst, const void *src, size_t src_size, size_t min_size)
+{
+	uint32_t size = struct_size(dst);
+
+	if (size < min_size || size < sizeof(uint32_t))
+		return -EINVAL;
+	if (size > STRUCT_SIZE_MAX)
+		return -E2BIG;
+	if (size > src_size)
+		memset((uint8_t *)dst + src_size, 0, size - src_size);
+	/* The size member stays the caller's. */
+	memcpy((uint8_t *)dst + sizeof(uint32_t), (const uint8_t *)src + sizeof(uint32_t),
+	       (size < src_size ? size : src_size) - sizeof(uint32_t));
+	return 0;
+}

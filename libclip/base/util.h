@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* Small internal helpers shared by the modules. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Lowercase hex of @n bytes into @out, which holds 2 * @n + 1 bytes. */
+void hex_encode(const uint8_t *in, size_t n, char *out);
+
+/*
+ * Strict decode of exactly 2 * @n lowercase hex digits into @out.
+ * Returns 0, or -EINVAL on any other character.
+ */
+int hex_decode(const char *in, size_t n, uint8_t *out);
+
+/* Whether @fd was opened with O_PATH: 1, 0, or -errno (-EBADF). */
+int fd_is_opath(int fd);
+
+/* Append little-endian integers to a buffer with a bound; see mac.c. */
+struct buf {
+	uint8_t *data;
+	size_t size;
+	size_t max;
+	bool overflow;
+};
+
+void buf_put(struct buf *b, const void *p, size_t n);
+void buf_put_u8(struct buf *b, uint8_t v);
+void buf_put_u32(struct buf *b, uint32_t v);
+void buf_put_u64(struct buf *b, uint64_t v);
+
+/* Wipe a secret so that the compiler cannot drop the stores. */
+void secure_wipe(void *p, size_t n);
+
+/* CLOCK_MONOTONIC, in nanoseconds and in milliseconds. */
+uint64_t now_ns(void);
+long long now_ms(void);
+
+/* Until @fd is readable (or hung up) or now_ms() reaches @deadline_ms: 0, -ETIMEDOUT or -errno. */
+int wait_readable(int fd, long long deadline_ms);
+
+/*
+ * Read or write exactly @n bytes, retrying on EINTR and short transfers.
+ * 0, or -errno; reading fails with -EIO at end of file.
+ */
+int read_full(int fd, void *p, size_t n);
+int write_full(int fd, const void *p, size_t n);
+
+/*
+ * Write @value to the existing file @path in one write() (a kernel file:
+ * /proc, cgroupfs), not following a final symbolic link. 0, or -errno
+ * (-EIO for a short write).
+ */
+int write_string(const char *path, const char *value);
+
+/* The most descriptors send_fds() and recv_fds() carry in one message. */
+#define FDS_MAX 6
+
+/*
+ * Send @n bytes as one message with the @n_fds descriptors of @fds
+ * (SCM_RIGHTS; none when 0, at most FDS_MAX), MSG_NOSIGNAL, retried on
+ * EINTR. 0, or -errno. Allocates nothing: a cage's init uses it.
+ */
+int send_fds(int sock, const void *buf, size_t n, const int *fds, size_t n_fds);
+
+/*
+ * Receive one message into @buf (@size bytes) with up to @max_fds (at most
+ * FDS_MAX) descriptors into @fds (MSG_CMSG_CLOEXEC), retried on EINTR: its
+ * length, 0 at end of stream, their number in *@ret_n_fds. -EBADMSG, every
+ * descriptor closed, when the data or the descriptors were cut or came
+ * with other control data; -errno. Allocates nothing.
+ */
+ssize_t recv_fds(int sock, void *buf, size_t size, int *fds, size_t max_fds, size_t *ret_n_fds);
+
+/*
+ * Write @size bytes to an unnamed file in @dirfd (O_TMPFILE, @mode) and
+ * link it in as @name only when complete and on disk, so that no reader
+ * ever sees a partial file. Without @replace an existing @name is left
+ * alone and the result is -EEXIST (a lost creation race); with @replace
+ * it is replaced atomically (rename over it). 0 or -errno.
+ */
+int write_file_atomic(int dirfd, const char *name, const void *data, size_t size, mode_t mode,
+		      bool replace);
+
+/*
+ * Option structs that grow (doc/conventions.md, "Structs that grow"): the
+ * caller's struct starts with its uint32_t size, and the two sides may be
+ * of different versions. The rule is the kernel's copy_struct_from_user()
+ * and copy_struct_to_user():
+ *
+ * struct_copy_in() copies the caller's struct at @src into ours, @dst of
+ * @dst_size bytes. Shorter (an older caller): the members past its end
+ * are zero. Longer (a newer caller): accepted only when every byte past
+ * ours is zero, since a non-zero one asks for something this version
+ * cannot do (-E2BIG); at most STRUCT_SIZE_MAX bytes are read (-E2BIG).
+ * Smaller than @min_size, the struct's first published version: -EINVAL.
+ * dst's size member is then @dst_size.
+ *
+ * struct_copy_out() fills the caller's struct at @dst, whose size member
+ * says how large it is, from ours (@src, @src_size bytes): the members
+ * both know are copied, a larger caller's extra bytes are zeroed, its
+ * size member kept. Smaller than @min_size: -EINVAL.
+ */
+#define STRUCT_SIZE_MAX 4096
+int struct_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size);
+int struct_copy_out(void *dst, const void *src, size_t src_size, size_t min_size);
