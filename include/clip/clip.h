@@ -8,6 +8,7 @@
 
 #include <clip/version.h>
 #include <clip/ctx.h>
+#include <clip/keys.h>
 #include <clip/level.h>
 #include <clip/label.h>
 #include <clip/selinux.h>

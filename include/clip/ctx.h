@@ -2,8 +2,9 @@
 /*
  * The libclip library context, errors and logging.
  *
- * Every module hangs off a struct clip_ctx: it holds the log handler, the
- * state directory and the key provider. Functions return 0 (or a positive
+ * Every module hangs off a struct clip_ctx: it holds the log handler and the
+ * state directory; the key provider is chosen with clip/keys.h, which this
+ * header includes. Functions return 0 (or a positive
  * value where documented) on success and a negative errno on failure. Where
  * a human-readable reason helps, the last argument is an optional
  * struct clip_error **reterr; pass NULL when the message is not wanted.
@@ -166,38 +167,11 @@ int clip_ctx_set_state_dir(struct clip_ctx *ctx, const char *path);
  */
 const char *clip_ctx_get_state_dir(const struct clip_ctx *ctx);
 
-/**
- * clip_ctx_set_key_provider - choose where the MAC key comes from
- *
- * "file": a 32-byte key in STATE_DIR/mac.key, created 0600 on first signing.
- * When the key is loaded, it is refused with -EPERM when its mode gives any
- * access to group or others, when it is not owned by the effective uid,
- * when it is a symbolic link, or when the state directory is writable by
- * group or others or owned by another uid; with -EBADMSG when it is not 32
- * bytes long; verifying without a key gives -ENOKEY.
- *
- * "tpm": the key sealed to the TPM's PCRs in STATE_DIR/mac.key.tpm; see
- * clip-tpm(3) (-EACCES when a sealed PCR changed, -EBADMSG for a blob of
- * another TPM, -ENOKEY without a TPM unless the settings fall back).
- *
- * @param ctx a context
- * @param name the provider's name
- * @return 0, or -EINVAL (NULL), -EOPNOTSUPP (unknown provider), -ECHILD.
- * @since 0.1
- */
-int clip_ctx_set_key_provider(struct clip_ctx *ctx, const char *name);
-
-/**
- * clip_ctx_get_key_provider - the name of the key provider
- *
- * @param ctx a context
- * @return the name, or NULL when @ctx is invalid.
- * @since 0.1
- */
-const char *clip_ctx_get_key_provider(const struct clip_ctx *ctx);
-
 #ifdef __cplusplus
 }
 #endif
+
+/* clip_ctx_set_key_provider() was declared here before 0.1 had keys.h. */
+#include <clip/keys.h>
 
 #endif

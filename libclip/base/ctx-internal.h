@@ -12,47 +12,43 @@
 
 #define CLIP_KEY_SIZE 32
 
-/* Purposes of the keys derived from the master key: one key, one use. */
-enum key_purpose {
-	KEY_PURPOSE_LABEL,
-	KEY_PURPOSE_AUDIT, /* audit records and their anchor (audit.c) */
-	KEY_PURPOSE_ENVELOPE, /* per-target envelope keys (deliver.c) */
-	_KEY_PURPOSE_MAX,
-};
-
 struct key_provider;
+struct keyring;
+
+/* Settings of the tpm module (clip_ctx_set_tpm_options()); all zero means the defaults. */
+struct tpm_config {
+	char tcti[256];
+	uint32_t seal_pcrs;
+	uint32_t measure_pcr;
+	uint32_t fallback;
+};
 
 /*
- * Secrets live in their own page, excluded from core dumps and wiped in a
- * forked child (MADV_DONTDUMP, MADV_WIPEONFORK), so a child that forgets
- * the -ECHILD rule still holds no key.
+ * The context holds what every module needs (the log, the state directory,
+ * the pid it was made in) and keeps, for the modules above base, the state
+ * they attach to a context without base reading it:
+ * - keys/: the provider chosen and the keyring, one secret page
+ *   (secret_page_new()) that base wipes when the state directory changes
+ *   and frees with the context;
+ * - tpm/: its settings, read only through tpm/'s accessors.
+ * Only log.c reads the log handler.
  */
-struct keyring {
-	uint8_t master[CLIP_KEY_SIZE];
-	uint8_t derived[_KEY_PURPOSE_MAX][CLIP_KEY_SIZE];
-	bool loaded;
-	bool derived_ok[_KEY_PURPOSE_MAX];
-};
-
 struct clip_ctx {
 	unsigned n_ref;
 	pid_t pid;
 
-	clip_log_fn log_fn;
-	void *log_userdata;
-	int log_priority;
+	struct {
+		clip_log_fn fn;
+		void *userdata;
+		int priority;
+	} log;
 
 	char *state_dir;
-	const struct key_provider *key_provider;
-	struct keyring *keyring;
 
-	/* clip_ctx_set_tpm_options() (tpm.c); all zero means the defaults. */
-	struct tpm_config {
-		char tcti[256];
-		uint32_t seal_pcrs;
-		uint32_t measure_pcr;
-		uint32_t fallback;
-	} tpm;
+	const struct key_provider *key_provider; /* NULL: the key file */
+	struct keyring *keyring; /* a secret page, or NULL */
+
+	struct tpm_config tpm;
 };
 
 /* The checks every exported function on a context starts with. */
@@ -77,15 +73,16 @@ struct clip_ctx {
  */
 int ctx_open_state_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr);
 
-/*
- * The key for @purpose, derived from the provider's master key, loaded on
- * first use and cached in the context. @create lets the provider create a
- * master key that does not exist yet (signing does, verifying does not).
- */
-int ctx_get_key(struct clip_ctx *ctx, enum key_purpose purpose, bool create, const uint8_t **ret,
-		struct clip_error **reterr);
-
-/* Drop every cached key (wiped). */
+/* Wipe the context's cached keys: the next use loads them again. */
 void ctx_forget_keys(struct clip_ctx *ctx);
+
+/*
+ * A new context with the settings of @parent (state directory, key
+ * provider, TPM settings, log priority) and its own log handler: what a
+ * worker thread gets instead of sharing its parent's. Keys are not
+ * copied; the worker loads its own on first use.
+ */
+int ctx_new_worker(const struct clip_ctx *parent, clip_log_fn log_fn, void *log_userdata,
+		   struct clip_ctx **ret);
 
 DEFINE_UNREF_CLEANUP(struct clip_ctx, clip_ctx_unref)

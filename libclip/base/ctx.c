@@ -4,16 +4,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <syslog.h>
 
 #include <clip/version.h>
 
-#include "crypto.h"
 #include "ctx-internal.h"
 #include "error.h"
-#include "keys/key.h"
 #include "log.h"
 #include "util.h"
 
@@ -38,8 +35,7 @@ clip_ctx_new(struct clip_ctx **ret)
 		return -ENOMEM;
 	ctx->n_ref = 1;
 	ctx->pid = getpid();
-	ctx->log_priority = LOG_ERR;
-	ctx->key_provider = &key_provider_file;
+	ctx->log.priority = LOG_ERR;
 
 	dir = secure_getenv("CLIP_STATE_DIR");
 	if (!dir || dir[0] != '/')
@@ -61,22 +57,13 @@ clip_ctx_ref(struct clip_ctx *ctx)
 	return ctx;
 }
 
-static void
-keyring_free(struct keyring *k)
-{
-	if (!k)
-		return;
-	secure_wipe(k, sizeof(*k));
-	munmap(k, sizeof(*k));
-}
-
 CLIP_EXPORT struct clip_ctx *
 clip_ctx_unref(struct clip_ctx *ctx)
 {
 	if (!ctx || --ctx->n_ref > 0)
 		return NULL;
 	/* In a forked child the keyring page reads as zeroes (WIPEONFORK). */
-	keyring_free(ctx->keyring);
+	secret_page_free(ctx->keyring);
 	free(ctx->state_dir);
 	free(ctx);
 	return NULL;
@@ -87,8 +74,8 @@ clip_ctx_set_log_fn(struct clip_ctx *ctx, clip_log_fn fn, void *userdata)
 {
 	ctx_assert_return(ctx, -EINVAL);
 
-	ctx->log_fn = fn;
-	ctx->log_userdata = userdata;
+	ctx->log.fn = fn;
+	ctx->log.userdata = userdata;
 	return 0;
 }
 
@@ -98,7 +85,7 @@ clip_ctx_set_log_priority(struct clip_ctx *ctx, int priority)
 	ctx_assert_return(ctx, -EINVAL);
 	ctx_assert_log_return(ctx, priority >= LOG_EMERG && priority <= LOG_DEBUG, -EINVAL);
 
-	ctx->log_priority = priority;
+	ctx->log.priority = priority;
 	return 0;
 }
 
@@ -106,7 +93,7 @@ CLIP_EXPORT int
 clip_ctx_get_log_priority(const struct clip_ctx *ctx)
 {
 	ctx_assert_return(ctx, -EINVAL);
-	return ctx->log_priority;
+	return ctx->log.priority;
 }
 
 CLIP_EXPORT int
@@ -136,91 +123,33 @@ clip_ctx_get_state_dir(const struct clip_ctx *ctx)
 	return ctx->state_dir;
 }
 
-CLIP_EXPORT int
-clip_ctx_set_key_provider(struct clip_ctx *ctx, const char *name)
-{
-	const struct key_provider *p;
-
-	ctx_assert_return(ctx, -EINVAL);
-	ctx_assert_log_return(ctx, name, -EINVAL);
-
-	p = key_provider_find(name);
-	if (!p) {
-		log_err(ctx, "unknown key provider '%.64s'", name);
-		return -EOPNOTSUPP;
-	}
-	if (p != ctx->key_provider) {
-		ctx->key_provider = p;
-		ctx_forget_keys(ctx);
-	}
-	return 0;
-}
-
-CLIP_EXPORT const char *
-clip_ctx_get_key_provider(const struct clip_ctx *ctx)
-{
-	if (!ctx || ctx->pid != getpid())
-		return NULL;
-	return ctx->key_provider->name;
-}
-
 void
 ctx_forget_keys(struct clip_ctx *ctx)
 {
-	if (ctx->keyring)
-		secure_wipe(ctx->keyring, sizeof(*ctx->keyring));
-}
-
-static int
-keyring_get(struct clip_ctx *ctx, struct keyring **ret)
-{
-	struct keyring *k;
-
-	if (ctx->keyring) {
-		*ret = ctx->keyring;
-		return 0;
-	}
-	k = mmap(NULL, sizeof(*k), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (k == MAP_FAILED)
-		return -ENOMEM;
-	/* Best effort: both are advisory hardening, not correctness. */
-	(void)madvise(k, sizeof(*k), MADV_DONTDUMP);
-	(void)madvise(k, sizeof(*k), MADV_WIPEONFORK);
-	ctx->keyring = *ret = k;
-	return 0;
+	secret_page_wipe(ctx->keyring);
 }
 
 int
-ctx_get_key(struct clip_ctx *ctx, enum key_purpose purpose, bool create, const uint8_t **ret,
-	    struct clip_error **reterr)
+ctx_new_worker(const struct clip_ctx *parent, clip_log_fn log_fn, void *log_userdata,
+	       struct clip_ctx **ret)
 {
-	struct keyring *k;
+	struct clip_ctx *ctx = NULL;
 	int r;
 
-	/* Every use of a key is a MAC: without libcrypto, say so before loading it. */
-	r = crypto_load(reterr);
+	r = clip_ctx_new(&ctx);
 	if (r < 0)
 		return r;
-	r = keyring_get(ctx, &k);
-	if (r < 0)
+	r = clip_ctx_set_state_dir(ctx, parent->state_dir);
+	if (r < 0) {
+		clip_ctx_unref(ctx);
 		return r;
-	if (!k->loaded) {
-		r = ctx->key_provider->load(ctx, create, k->master, reterr);
-		if (r < 0) {
-			secure_wipe(k->master, sizeof(k->master));
-			return r;
-		}
-		k->loaded = true;
-		log_debug(ctx, "loaded the master key from the '%s' provider",
-			  ctx->key_provider->name);
 	}
-	if (!k->derived_ok[purpose]) {
-		r = key_derive(k->master, purpose, k->derived[purpose]);
-		if (r < 0)
-			return error_set(reterr, r, "cannot derive a key");
-		k->derived_ok[purpose] = true;
-	}
-	*ret = k->derived[purpose];
+	ctx->key_provider = parent->key_provider;
+	ctx->tpm = parent->tpm;
+	ctx->log.priority = parent->log.priority;
+	ctx->log.fn = log_fn;
+	ctx->log.userdata = log_userdata;
+	*ret = ctx;
 	return 0;
 }
 

@@ -6,6 +6,12 @@
 #include "ctx-internal.h"
 #include "log.h"
 
+bool
+log_enabled(const struct clip_ctx *ctx, int priority)
+{
+	return ctx && ctx->log.fn && priority <= ctx->log.priority;
+}
+
 void
 clip_log(const struct clip_ctx *ctx, int priority, const char *format, ...)
 {
@@ -15,7 +21,7 @@ clip_log(const struct clip_ctx *ctx, int priority, const char *format, ...)
 	va_list ap;
 	int n;
 
-	if (!ctx || !ctx->log_fn || priority > ctx->log_priority)
+	if (!log_enabled(ctx, priority))
 		return;
 
 	va_start(ap, format);
@@ -31,6 +37,6 @@ clip_log(const struct clip_ctx *ctx, int priority, const char *format, ...)
 			msg = heap;
 	}
 	/* The handler may keep a reference but cannot change our state. */
-	ctx->log_fn((struct clip_ctx *)ctx, priority, msg, ctx->log_userdata);
+	ctx->log.fn((struct clip_ctx *)ctx, priority, msg, ctx->log.userdata);
 	free(heap);
 }

@@ -2,11 +2,19 @@
 /* Logging through the context's handler; the library never prints. */
 #pragma once
 
+#include <stdbool.h>
 #include <syslog.h>
 
 #include "macro.h"
 
 struct clip_ctx;
+
+/*
+ * Whether a message of @priority would reach the handler: for callers that
+ * build a costly message only when it is wanted. The one reader of the
+ * handler besides clip_log().
+ */
+bool log_enabled(const struct clip_ctx *ctx, int priority);
 
 void clip_log(const struct clip_ctx *ctx, int priority, const char *format, ...) _printf_(3, 4);
 

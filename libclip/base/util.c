@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -375,4 +376,34 @@ struct_copy_out(void *dst, const void *src, size_t src_size, size_t min_size)
 	memcpy((uint8_t *)dst + sizeof(uint32_t), (const uint8_t *)src + sizeof(uint32_t),
 	       (size < src_size ? size : src_size) - sizeof(uint32_t));
 	return 0;
+}
+
+void *
+secret_page_new(void)
+{
+	void *p = mmap(NULL, SECRET_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		       -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	/* Best effort: both are advisory hardening, not correctness. */
+	(void)madvise(p, SECRET_PAGE_SIZE, MADV_DONTDUMP);
+	(void)madvise(p, SECRET_PAGE_SIZE, MADV_WIPEONFORK);
+	return p;
+}
+
+void
+secret_page_wipe(void *page)
+{
+	if (page)
+		secure_wipe(page, SECRET_PAGE_SIZE);
+}
+
+void
+secret_page_free(void *page)
+{
+	if (!page)
+		return;
+	secure_wipe(page, SECRET_PAGE_SIZE);
+	munmap(page, SECRET_PAGE_SIZE);
 }

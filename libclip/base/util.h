@@ -107,3 +107,14 @@ int write_file_atomic(int dirfd, const char *name, const void *data, size_t size
 #define STRUCT_SIZE_MAX 4096
 int struct_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size);
 int struct_copy_out(void *dst, const void *src, size_t src_size, size_t min_size);
+
+/*
+ * One page for secrets: excluded from core dumps and wiped in a forked
+ * child (MADV_DONTDUMP, MADV_WIPEONFORK), so that a child that forgets the
+ * -ECHILD rule still holds no key. Zeroed when new. NULL when out of
+ * memory. secret_page_wipe() and secret_page_free() take NULL.
+ */
+#define SECRET_PAGE_SIZE 4096
+void *secret_page_new(void);
+void secret_page_wipe(void *page);
+void secret_page_free(void *page);

@@ -55,7 +55,7 @@
 #include "base/ctx-internal.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "tpm/tpm-internal.h"
+#include "tpm/tpm.h"
 #include "base/util.h"
 
 #define CAGE_NS_FLAGS \

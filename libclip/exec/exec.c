@@ -218,12 +218,6 @@ explain(int fd, int r, char *buf, size_t size)
 		snprintf(buf, size, "a security module refused it");
 }
 
-static bool
-log_enabled(const struct clip_ctx *ctx, int priority)
-{
-	return ctx->log_fn && priority <= ctx->log_priority;
-}
-
 int
 exec_check(struct clip_ctx *ctx, int fd, const char *name)
 {

@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "key.h"
+#include "keys-internal.h"
 #include "base/log.h"
-#include "tpm/tpm-internal.h"
+#include "tpm/tpm.h"
 #include "base/util.h"
 
 #define BLOB_FILE_NAME "mac.key.tpm"
@@ -159,7 +159,7 @@ static int
 no_tpm(struct clip_ctx *ctx, bool create, uint8_t key[CLIP_KEY_SIZE], struct clip_error *why,
        struct clip_error **reterr)
 {
-	if (ctx->tpm.fallback != CLIP_TPM_FALLBACK_KEY_FILE)
+	if (tpm_fallback(ctx) != CLIP_TPM_FALLBACK_KEY_FILE)
 		return error_set(reterr, -ENOKEY,
 				 "%s: the tpm key provider refuses to work without a TPM "
 				 "(fallback: refuse)",

@@ -75,6 +75,12 @@ tpm_measure_pcr(const struct clip_ctx *ctx)
 	return ctx->tpm.measure_pcr ? ctx->tpm.measure_pcr : TPM_DEFAULT_MEASURE_PCR;
 }
 
+uint32_t
+tpm_fallback(const struct clip_ctx *ctx)
+{
+	return ctx->tpm.fallback;
+}
+
 CLIP_EXPORT int
 clip_ctx_set_tpm_options(struct clip_ctx *ctx, const struct clip_tpm_opts *opts)
 {
@@ -123,7 +129,7 @@ clip_ctx_get_tpm_options(const struct clip_ctx *ctx, struct clip_tpm_opts *opts)
 		.tcti = tpm_tcti(ctx),
 		.seal_pcrs = tpm_seal_pcrs(ctx),
 		.measure_pcr = tpm_measure_pcr(ctx),
-		.fallback = ctx->tpm.fallback,
+		.fallback = tpm_fallback(ctx),
 	};
 	n = opts->size < sizeof(o) ? opts->size : sizeof(o);
 	memcpy(opts, &o, n);

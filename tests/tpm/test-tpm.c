@@ -30,7 +30,7 @@
 #include <clip/cage.h>
 
 #include "helpers.h"
-#include "keys/key.h"
+#include "keys/keys-internal.h"
 #include "tpm/tpm-internal.h"
 
 extern char **environ;

@@ -10,7 +10,9 @@
 
 #include <criterion/criterion.h>
 
+#include "base/ctx-internal.h"
 #include "base/error.h"
+#include "keys/key.h"
 #include "helpers.h"
 
 Test(ctx, new_ref_unref)
@@ -133,6 +135,56 @@ Test(ctx, log_handler_gets_client_bugs_at_priority)
 	cr_assert_eq(clip_ctx_set_log_fn(ctx, NULL, NULL), 0);
 	assert_errno(clip_ctx_set_state_dir(ctx, "relative"), -EINVAL);
 	cr_assert_eq(c.n, 2);
+	clip_ctx_unref(ctx);
+}
+
+Test(ctx, a_worker_has_its_parents_settings_and_its_own_log_and_keys)
+{
+	struct clip_tpm_opts opts = { .size = sizeof(opts),
+				      .tcti = "swtpm:port=1",
+				      .seal_pcrs = 1u << 4 };
+	struct clip_tpm_opts got = { .size = sizeof(got) };
+	struct captured mine = { 0 };
+	struct clip_ctx *ctx = test_ctx(NULL), *w = NULL;
+	const uint8_t *parent_key, *worker_key;
+
+	cr_assert_eq(clip_ctx_set_key_provider(ctx, "tpm"), 0);
+	cr_assert_eq(clip_ctx_set_tpm_options(ctx, &opts), 0);
+	cr_assert_eq(clip_ctx_set_log_priority(ctx, LOG_NOTICE), 0);
+	cr_assert_eq(ctx_new_worker(ctx, capture, &mine, &w), 0);
+	cr_assert_str_eq(clip_ctx_get_state_dir(w), clip_ctx_get_state_dir(ctx));
+	cr_assert_neq(clip_ctx_get_state_dir(w), clip_ctx_get_state_dir(ctx), "the path is shared");
+	cr_assert_str_eq(clip_ctx_get_key_provider(w), "tpm");
+	cr_assert_eq(clip_ctx_get_tpm_options(w, &got), 0);
+	cr_assert_str_eq(got.tcti, "swtpm:port=1");
+	cr_assert_eq(got.seal_pcrs, 1u << 4);
+	cr_assert_eq(clip_ctx_get_log_priority(w), LOG_NOTICE);
+	/* Its own handler: a client bug on the worker is logged to it. */
+	assert_errno(clip_ctx_set_state_dir(w, "relative"), -EINVAL);
+	cr_assert_eq(mine.n, 1);
+
+	/* Keys are loaded by each context from the provider, never shared. */
+	cr_assert_eq(clip_ctx_set_key_provider(ctx, "file"), 0);
+	cr_assert_eq(clip_ctx_set_key_provider(w, "file"), 0);
+	cr_assert_eq(ctx_get_key(ctx, KEY_PURPOSE_LABEL, true, &parent_key, NULL), 0);
+	cr_assert_eq(ctx_get_key(w, KEY_PURPOSE_LABEL, false, &worker_key, NULL), 0);
+	cr_assert_neq(parent_key, worker_key);
+	cr_assert_eq(memcmp(parent_key, worker_key, CLIP_KEY_SIZE), 0);
+	clip_ctx_unref(w);
+	clip_ctx_unref(ctx);
+}
+
+Test(ctx, the_state_directory_changing_wipes_the_keys)
+{
+	struct clip_ctx *ctx = test_ctx(NULL);
+	const uint8_t *key;
+	uint8_t copy[CLIP_KEY_SIZE], zero[CLIP_KEY_SIZE] = { 0 };
+
+	cr_assert_eq(ctx_get_key(ctx, KEY_PURPOSE_LABEL, true, &key, NULL), 0);
+	memcpy(copy, key, sizeof(copy));
+	cr_assert_neq(memcmp(key, zero, sizeof(zero)), 0);
+	cr_assert_eq(clip_ctx_set_state_dir(ctx, "/nonexistent/other"), 0);
+	cr_assert_eq(memcmp(key, zero, sizeof(zero)), 0, "the old key is still in memory");
 	clip_ctx_unref(ctx);
 }
 

@@ -1,80 +1,21 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The "file" key provider, the default: the master key in
+ * STATE_DIR/mac.key, 0600, owned by the caller, created at first use.
+ */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include "base/crypto.h"
 #include "base/error.h"
-#include "key.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "keys-internal.h"
 
 #define KEY_FILE_NAME "mac.key"
-
-static const char *const purpose_names[_KEY_PURPOSE_MAX] = {
-	[KEY_PURPOSE_LABEL] = "label",
-	[KEY_PURPOSE_AUDIT] = "audit",
-	[KEY_PURPOSE_ENVELOPE] = "envelope",
-};
-
-/*
- * The HMAC implementation, fetched once per process: an implicit fetch on
- * every call (what HMAC() does) costs more than the MAC itself.
- */
-static EVP_MAC *hmac_impl;
-static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
-
-static void
-hmac_fetch(void)
-{
-	hmac_impl = sym_EVP_MAC_fetch(NULL, "HMAC", NULL);
-}
-
-static void __attribute__((destructor)) hmac_release(void)
-{
-	if (hmac_impl)
-		sym_EVP_MAC_free(hmac_impl);
-	hmac_impl = NULL;
-}
-
-int
-mac_sha256(const uint8_t key[CLIP_KEY_SIZE], const void *data, size_t n, uint8_t out[32])
-{
-	OSSL_PARAM params[2];
-	EVP_MAC_CTX *c;
-	size_t len = 0;
-	int ok = crypto_load(NULL);
-
-	if (ok < 0)
-		return ok;
-	params[0] =
-		sym_OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0);
-	params[1] = sym_OSSL_PARAM_construct_end();
-	if (pthread_once(&hmac_once, hmac_fetch) != 0 || !hmac_impl)
-		return -EIO;
-	c = sym_EVP_MAC_CTX_new(hmac_impl);
-	if (!c)
-		return -ENOMEM;
-	ok = sym_EVP_MAC_init(c, key, CLIP_KEY_SIZE, params) && sym_EVP_MAC_update(c, data, n) &&
-	     sym_EVP_MAC_final(c, out, &len, 32) && len == 32;
-	/* Frees and wipes the key schedule. */
-	sym_EVP_MAC_CTX_free(c);
-	return ok ? 0 : -EIO;
-}
-
-int
-key_derive(const uint8_t master[CLIP_KEY_SIZE], enum key_purpose purpose,
-	   uint8_t out[CLIP_KEY_SIZE])
-{
-	char info[64];
-	int n;
-
-	n = snprintf(info, sizeof(info), "libclip key v1: %s", purpose_names[purpose]);
-	return mac_sha256(master, info, (size_t)n, out);
-}
 
 static int
 key_file_read(struct clip_ctx *ctx, int dirfd, uint8_t key[CLIP_KEY_SIZE],
@@ -173,17 +114,3 @@ const struct key_provider key_provider_file = {
 	.name = "file",
 	.load = key_file_load,
 };
-
-static const struct key_provider *const providers[] = {
-	&key_provider_file,
-	&key_provider_tpm,
-};
-
-const struct key_provider *
-key_provider_find(const char *name)
-{
-	for (size_t i = 0; i < ELEMENTSOF(providers); i++)
-		if (strcmp(providers[i]->name, name) == 0)
-			return providers[i];
-	return NULL;
-}
