@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The exec module's internals, for its unit tests. */
+/*
+ * exec: W^X for interpreters, the kernel's AT_EXECVE_CHECK on a
+ * descriptor, the exec securebits and the decision table. Its internals
+ * are here for its unit tests.
+ *
+ * Calls: base
+ */
 #pragma once
 
 #include <stdbool.h>

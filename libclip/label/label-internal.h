@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The label value codec, exposed for the unit tests and the fuzzer. */
+/*
+ * label: tamper-evident file labels (trusted.clip.label, an HMAC bound to
+ * the inode) and levels as the MLS part of SELinux contexts. The label
+ * value codec is here for the unit tests and the fuzzer.
+ *
+ * Calls: base keys level
+ */
 #pragma once
 
 #include <stddef.h>

@@ -26,6 +26,7 @@
 #include "label-internal.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "level/level.h"
 
 #define LABEL_VERSION_PREFIX "v1 "
 #define LABEL_DOMAIN "libclip label v1"

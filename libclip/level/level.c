@@ -18,6 +18,7 @@
 #include "base/cleanup.h"
 #include "base/error.h"
 #include "base/macro.h"
+#include "level-internal.h"
 
 #define CATEGORY_WORDS ((CLIP_LEVEL_CATEGORY_MAX + 1) / 64)
 
