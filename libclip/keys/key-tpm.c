@@ -16,7 +16,7 @@
 
 #include "keys-internal.h"
 #include "base/log.h"
-#include "tpm/tpm.h"
+#include "tpm/tpm-seal.h"
 #include "base/util.h"
 
 #define BLOB_FILE_NAME "mac.key.tpm"

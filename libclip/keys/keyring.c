@@ -11,6 +11,8 @@
 
 #include <clip/keys.h>
 
+#include "config.h"
+
 #include "base/crypto.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -81,7 +83,9 @@ key_derive(const uint8_t master[CLIP_KEY_SIZE], enum key_purpose purpose,
 
 static const struct key_provider *const providers[] = {
 	&key_provider_file,
+#if HAVE_TPM
 	&key_provider_tpm,
+#endif
 };
 
 static const struct key_provider *
@@ -108,6 +112,11 @@ clip_ctx_set_key_provider(struct clip_ctx *ctx, const char *name)
 	ctx_assert_log_return(ctx, name, -EINVAL);
 
 	p = provider_find(name);
+	if (!p && !HAVE_TPM && strcmp(name, "tpm") == 0) {
+		log_err(ctx, "the key provider 'tpm' is not in this build: libclip was built "
+			     "without TPM support (-Dtpm=disabled)");
+		return -EOPNOTSUPP;
+	}
 	if (!p) {
 		log_err(ctx, "unknown key provider '%.64s'", name);
 		return -EOPNOTSUPP;

@@ -11,7 +11,7 @@
 
 #include <stdarg.h>
 
-#include "tpm.h"
+#include "tpm-seal.h"
 
 /*
  * The message of a failed TPM call: FORMAT, then the response code and

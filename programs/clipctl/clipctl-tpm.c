@@ -275,7 +275,13 @@ clipctl_tpm(struct clipctl *c, int argc, char **argv)
 	ctx = clipctl_ctx(c);
 	if (!ctx)
 		return EXIT_USAGE;
-	if (a.opts_set && clip_ctx_set_tpm_options(ctx, &a.opts) < 0) {
+	r = a.opts_set ? clip_ctx_set_tpm_options(ctx, &a.opts) : 0;
+	if (r == -EOPNOTSUPP) {
+		/* The library said why in the log: built without the TPM. */
+		clip_ctx_unref(ctx);
+		return EXIT_FAILURE;
+	}
+	if (r < 0) {
 		clip_ctx_unref(ctx);
 		return fail_usage("bad TPM options (a PCR to measure is 1 to 16 or 23)");
 	}
