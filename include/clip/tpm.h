@@ -73,14 +73,15 @@ int clip_ctx_set_tpm_options(struct clip_ctx *ctx, const struct clip_tpm_opts *o
  * clip_ctx_get_tpm_options - the TPM settings in effect
  *
  * Fills the members that @opts->size covers with the values in effect,
- * defaults resolved. The TCTI string is owned by the context (or the
+ * defaults resolved; in a struct larger than this library knows, the
+ * bytes past what it knows are zeroed. The TCTI string is owned by the context (or the
  * environment) and valid until the settings change or the context is
  * freed.
  *
  * @param ctx a context
  * @param opts its size member set by the caller
  * @return 0, or -EINVAL (NULL, or a size smaller than the first version
- *	   of the struct), -ECHILD.
+ *	   of the struct), -E2BIG (a size larger than 4096), -ECHILD.
  * @since 0.1
  */
 int clip_ctx_get_tpm_options(const struct clip_ctx *ctx, struct clip_tpm_opts *opts);

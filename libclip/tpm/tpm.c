@@ -19,6 +19,7 @@
 #include "base/ctx-internal.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "tpm-internal.h"
 
 /* The first version of struct clip_tpm_opts ends after fallback. */
@@ -84,29 +85,29 @@ tpm_fallback(const struct clip_ctx *ctx)
 CLIP_EXPORT int
 clip_ctx_set_tpm_options(struct clip_ctx *ctx, const struct clip_tpm_opts *opts)
 {
+	struct clip_tpm_opts o;
 	struct tpm_config c = { 0 };
+	int r;
 
 	ctx_assert_return(ctx, -EINVAL);
 	if (opts) {
-		ctx_assert_log_return(ctx, opts->size >= TPM_OPTS_SIZE_V1, -EINVAL);
-		/* A bound on what is read past the known members, as openat2(2) has. */
-		ctx_assert_log_return(ctx, opts->size <= 4096, -E2BIG);
-		for (size_t i = sizeof(*opts); i < opts->size; i++)
-			ctx_assert_log_return(ctx, ((const uint8_t *)opts)[i] == 0, -E2BIG);
-		ctx_assert_log_return(ctx, !opts->tcti || tcti_valid(opts->tcti), -EINVAL);
-		ctx_assert_log_return(ctx, !(opts->seal_pcrs & ~TPM_PCR_MASK), -EINVAL);
-		ctx_assert_log_return(
-			ctx, !opts->measure_pcr || tpm_measure_pcr_valid(opts->measure_pcr),
-			-EINVAL);
-		ctx_assert_log_return(ctx,
-				      opts->fallback == CLIP_TPM_FALLBACK_REFUSE ||
-					      opts->fallback == CLIP_TPM_FALLBACK_KEY_FILE,
+		r = struct_copy_in(&o, sizeof(o), opts, TPM_OPTS_SIZE_V1);
+		ctx_assert_log_return(ctx, r != -EINVAL, -EINVAL);
+		/* Members this version does not know, set: it cannot honour them. */
+		ctx_assert_log_return(ctx, r != -E2BIG, -E2BIG);
+		ctx_assert_log_return(ctx, !o.tcti || tcti_valid(o.tcti), -EINVAL);
+		ctx_assert_log_return(ctx, !(o.seal_pcrs & ~TPM_PCR_MASK), -EINVAL);
+		ctx_assert_log_return(ctx, !o.measure_pcr || tpm_measure_pcr_valid(o.measure_pcr),
 				      -EINVAL);
-		if (opts->tcti)
-			strcpy(c.tcti, opts->tcti);
-		c.seal_pcrs = opts->seal_pcrs;
-		c.measure_pcr = opts->measure_pcr;
-		c.fallback = opts->fallback;
+		ctx_assert_log_return(ctx,
+				      o.fallback == CLIP_TPM_FALLBACK_REFUSE ||
+					      o.fallback == CLIP_TPM_FALLBACK_KEY_FILE,
+				      -EINVAL);
+		if (o.tcti)
+			strcpy(c.tcti, o.tcti);
+		c.seal_pcrs = o.seal_pcrs;
+		c.measure_pcr = o.measure_pcr;
+		c.fallback = o.fallback;
 	}
 	ctx->tpm = c;
 	/* A key unsealed from another TPM, or under other PCRs, is not this one. */
@@ -118,22 +119,18 @@ CLIP_EXPORT int
 clip_ctx_get_tpm_options(const struct clip_ctx *ctx, struct clip_tpm_opts *opts)
 {
 	struct clip_tpm_opts o;
-	size_t n;
 
 	ctx_assert_return(ctx, -EINVAL);
 	clip_assert_return(opts, -EINVAL);
-	clip_assert_return(opts->size >= TPM_OPTS_SIZE_V1, -EINVAL);
 
 	o = (struct clip_tpm_opts){
-		.size = opts->size,
+		.size = sizeof(o),
 		.tcti = tpm_tcti(ctx),
 		.seal_pcrs = tpm_seal_pcrs(ctx),
 		.measure_pcr = tpm_measure_pcr(ctx),
 		.fallback = tpm_fallback(ctx),
 	};
-	n = opts->size < sizeof(o) ? opts->size : sizeof(o);
-	memcpy(opts, &o, n);
-	return 0;
+	return struct_copy_out(opts, &o, sizeof(o), TPM_OPTS_SIZE_V1);
 }
 
 int

@@ -624,6 +624,14 @@ Test(tpm, options_defaults_environment_and_refusals)
 	assert_errno(clip_ctx_set_tpm_options(ctx, &big.o), -E2BIG);
 	big.o.size = 4097;
 	assert_errno(clip_ctx_set_tpm_options(ctx, &big.o), -E2BIG);
+	/* And filled as far as this library knows it, the rest zeroed, its size kept. */
+	memset(&big, 0xaa, sizeof(big));
+	big.o.size = sizeof(big);
+	cr_assert_eq(clip_ctx_get_tpm_options(ctx, &big.o), 0);
+	cr_assert_eq(big.o.size, sizeof(big));
+	cr_assert_eq(big.o.measure_pcr, 23);
+	for (size_t i = 0; i < sizeof(big.more); i++)
+		cr_assert_eq(big.more[i], 0, "byte %zu past the known members is not zeroed", i);
 
 	o = (struct clip_tpm_opts){ .size = 4 };
 	assert_errno(clip_ctx_set_tpm_options(ctx, &o), -EINVAL);
