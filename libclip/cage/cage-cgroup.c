@@ -27,7 +27,7 @@
 
 #include <linux/magic.h>
 
-#include "cage-cgroup.h"
+#include "cage-internal.h"
 #include "base/log.h"
 #include "base/util.h"
 

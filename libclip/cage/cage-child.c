@@ -34,7 +34,7 @@
 
 #include <cap-ng.h>
 
-#include "cage-child.h"
+#include "cage-internal.h"
 #include "base/util.h"
 
 /* Newer than the headers of Debian 12 (Linux 6.1). */

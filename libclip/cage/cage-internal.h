@@ -1,7 +1,14 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The cage module's internals: the profile, shared by the parser and the runtime. */
+/*
+ * cage: cages, the isolated process trees of one level each: their
+ * profiles, their start, spawn and stop, their cgroups and the registry of
+ * named cages.
+ *
+ * Calls: base tpm
+ */
 #pragma once
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -12,6 +19,8 @@
 #include <clip/level.h>
 
 #include "base/macro.h"
+
+/* -- the profile, shared by the parser and the runtime (cage-profile.c, cage-seccomp.c) -- */
 
 #define CAGE_PATH_MAX 4096
 #define CAGE_UID_RANGE 65536u
@@ -84,3 +93,188 @@ struct sock_fprog cage_seccomp_default(void);
 
 /* Whether a syscall name/number is in the default deny-list (for tests). */
 bool cage_seccomp_is_default_denied(int nr);
+
+/* -- a cage's cgroups, on a unified, hybrid or legacy host (cage-cgroup.c) -- */
+
+struct clip_ctx;
+
+enum {
+	CG_V1_MEMORY,
+	CG_V1_PIDS,
+	CG_V1_CPU,
+	_CG_V1_MAX,
+};
+
+struct cage_cgroups {
+	char *v2; /* the cage's cgroup2 directory, or NULL */
+	int v2_fd;
+	char *v1[_CG_V1_MAX]; /* v1 directories used for a limit, or NULL */
+	/* While being made: */
+	unsigned wanted, done; /* CLIP_CAGE_MISSING_* bits of the limits, and of those applied */
+	char *own[_CG_V1_MAX + 1]; /* the launcher's own cgroups: v1 (CG_V1_*), then cgroup2 */
+};
+
+/*
+ * The cgroups named @leaf beside the launcher's own, made in two steps so
+ * that most of the work overlaps the init's set-up (doc/cage.md): before
+ * the init exists, the cgroup2 cgroup if cgroup2 takes any of the limits,
+ * with those (the init is cloned into it); after, the v1 cgroups for the
+ * other limits, which the init joins itself. The second step returns the
+ * CLIP_CAGE_MISSING_* flags of what could not be done (CGROUP: the cage
+ * has limits but no cgroup of its own).
+ */
+void cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
+			    const struct clip_cage_limits *limits);
+unsigned cage_cgroups_create_v1(struct clip_ctx *ctx, struct cage_cgroups *cg, const char *leaf,
+				const struct clip_cage_limits *limits);
+
+/*
+ * The v1 "tasks" files, opened for the init to move itself (-1 where
+ * none): the cage's, or with @parent those of the launcher's own cgroups
+ * beside them, which the init moves back to once the cage's processes are
+ * in (so that stopping removes the cage's while the init dies). And closed.
+ */
+int cage_cgroups_open_tasks(const struct cage_cgroups *cg, bool parent, int fds[_CG_V1_MAX]);
+void cage_cgroups_close_tasks(int fds[_CG_V1_MAX]);
+
+/* Move the calling single-threaded process through the opened "tasks" files. */
+int cage_cgroups_join_tasks(const int fds[_CG_V1_MAX]);
+
+/* Move the calling single-threaded process into the v1 cgroups. */
+int cage_cgroups_join_v1_self(const struct cage_cgroups *cg);
+
+/* Move @pid into the cgroup2 cgroup (where CLONE_INTO_CGROUP was refused). */
+int cage_cgroups_join_v2(const struct cage_cgroups *cg, pid_t pid);
+
+/* cgroup.kill: -EOPNOTSUPP without a cgroup2 cgroup. */
+int cage_cgroups_kill(const struct cage_cgroups *cg);
+
+/* Remove the v1 cgroups that are empty already, and forget those. */
+void cage_cgroups_remove_v1(struct cage_cgroups *cg);
+
+/* Remove the (empty) cgroups and free the paths. */
+void cage_cgroups_destroy(struct cage_cgroups *cg);
+
+/* Free the paths only. */
+void cage_cgroups_forget(struct cage_cgroups *cg);
+
+/*
+ * -- what runs in a cage's processes between clone() and execve() (cage-child.c) --
+ * Everything is prepared by the parent; the children make system calls
+ * only (no allocation), since the launcher may have threads.
+ */
+
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+
+enum cage_step {
+	STEP_NONE,
+	STEP_SYNC,
+	STEP_IDS,
+	STEP_HOSTNAME,
+	STEP_NETWORK,
+	STEP_MOUNT_PRIVATE,
+	STEP_MOUNT_SOURCES,
+	STEP_MOUNT_ROOT,
+	STEP_MOUNT_BINDS,
+	STEP_MOUNT_PROC,
+	STEP_MOUNT_DEV,
+	STEP_MOUNT_TMP,
+	STEP_PIVOT_ROOT,
+	STEP_SESSION,
+	STEP_FDS,
+	STEP_CHDIR,
+	STEP_SECUREBITS,
+	STEP_CAPABILITIES,
+	STEP_NO_NEW_PRIVS,
+	STEP_LANDLOCK,
+	STEP_SECCOMP,
+	STEP_CGROUP,
+	STEP_SETNS,
+	STEP_FORK,
+	STEP_EXEC,
+	_STEP_MAX,
+};
+
+extern const char *const cage_step_names[_STEP_MAX];
+
+enum cage_msg_type {
+	MSG_READY,
+	MSG_ERROR,
+	MSG_PID,
+	MSG_EXIT, /* the first process's status, from init; see cage_init_main() */
+};
+
+struct cage_msg {
+	int type;
+	int step;
+	int error; /* positive errno */
+	int value;
+};
+
+/* The cage's init: set up the namespaces' contents, then reap. */
+struct cage_exec_args;
+
+struct cage_init_args {
+	const struct clip_cage_profile *profile;
+	/*
+	 * To the parent: a "go" byte in, then "c" with the v1 cgroups'
+	 * "tasks" files, which init writes to move itself (cage-cgroup.c),
+	 * and those of the launcher's, which it moves back to; cage_msg out.
+	 */
+	int sock;
+	bool rootless;
+	bool veth;
+	bool netns; /* false only in a test-hooks build, see cage.c */
+	bool die_with_parent; /* an unregistered cage ends with its launcher */
+	int landlock_abi;
+	/*
+	 * A first process to fork once set up and before init restricts
+	 * itself, or NULL. Its pidfd comes with MSG_READY (SCM_RIGHTS), its
+	 * status as MSG_EXIT when init reaps it.
+	 */
+	const struct cage_exec_args *first;
+	bool end_with_first; /* init exits once it has reaped the first process */
+	/*
+	 * The launcher's CPUs, which init takes back once it has read "go":
+	 * the launcher may have steered it off its own CPU (cage.c,
+	 * steer_init()). Unused without @steer.
+	 */
+	bool steer;
+	cpu_set_t cpus;
+};
+
+_Noreturn void cage_init_main(const struct cage_init_args *a);
+
+/* A process spawned into a running cage, after setns(). */
+struct cage_exec_args {
+	const struct clip_cage_profile *profile;
+	const char *const *argv;
+	const char *const *envp;
+	const int *fds;
+	unsigned n_fds;
+	const char *cwd;
+	uint32_t uid, gid;
+	bool rootless;
+	int err_fd; /* cage_msg on failure; closed by a successful execve() */
+	int cgroupns_fd; /* a cgroup namespace to enter first, or -1 */
+	int landlock_abi;
+	/* Started by init (first_fork()): its Landlock ruleset to nest a domain with, or -1 */
+	int landlock_ruleset;
+	bool seccomp_inherited; /* and the default seccomp filter it loaded */
+	const char *test_disable;
+};
+
+_Noreturn void cage_exec_main(const struct cage_exec_args *a);
+
+/* Send a message on @fd, then _exit(). */
+_Noreturn void cage_child_fail(int fd, enum cage_step step, int error);
+
+void cage_msg_send(int fd, int type, int step, int error, int value);
+
+/* The highest Landlock ABI of the running kernel, or 0. */
+int cage_landlock_abi(void);
+
+struct clone_args;
+long cage_clone3(struct clone_args *ca);

@@ -48,8 +48,6 @@
 
 #include <clip/cage.h>
 
-#include "cage-cgroup.h"
-#include "cage-child.h"
 #include "cage-internal.h"
 #include "base/cleanup.h"
 #include "base/ctx-internal.h"
