@@ -717,7 +717,7 @@ cage_exec_main(const struct cage_exec_args *a)
 	char file[PATH_MAX];
 	sigset_t none;
 
-	/* Spawned from outside: the cgroup namespace last (cage.c, spawn_helper()). */
+	/* Spawned from outside: the cgroup namespace last (cage-spawn.c, spawn_helper()). */
 	if (a->cgroupns_fd >= 0)
 		CHECK(STEP_SETNS, setns(a->cgroupns_fd, CLONE_NEWCGROUP));
 	/* Whoever forked us (init blocks SIGCHLD) does not choose the command's mask. */

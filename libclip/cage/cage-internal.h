@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <linux/filter.h>
@@ -68,9 +69,6 @@ struct clip_cage_profile {
 };
 
 DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
-
-/* The pid behind @pidfd in this pid namespace (its fdinfo), or -1. */
-pid_t cage_pidfd_pid(int pidfd);
 
 /* How long a start or a spawn waits for the cage's set-up: StartTimeoutSec=, in ms. */
 unsigned cage_profile_start_timeout_ms(const struct clip_cage_profile *p);
@@ -278,3 +276,96 @@ int cage_landlock_abi(void);
 
 struct clone_args;
 long cage_clone3(struct clone_args *ca);
+
+/*
+ * -- a cage, and what its files share (cage.c: the lifecycle, cage-spawn.c:
+ * its processes, cage-registry.c: the named cages, cage-net.c: the veth pair) --
+ */
+
+#define CAGE_NS_FLAGS \
+	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
+
+struct spawned {
+	pid_t pid; /* 0 once the caller has collected the status */
+	int pidfd;
+	int given_fd; /* the number of the pidfd the caller received */
+	struct stat given; /* its inode: unique per process with pidfs (Linux 6.9) */
+	int status;
+	bool reaped;
+	bool via_init; /* the first process: init's child, its status comes on the socket */
+};
+
+struct clip_cage {
+	unsigned n_ref;
+	pid_t creator;
+	struct clip_ctx *ctx;
+	struct clip_cage_profile *profile;
+	int state;
+	bool is_child; /* the init is our child (we started it) */
+	bool rootless;
+	bool registered;
+	int pidfd;
+	int sock; /* to init, while the first process's status is awaited */
+	pid_t pid;
+	unsigned long long start_time;
+	unsigned missing;
+	int landlock_abi;
+	struct cage_cgroups cg;
+	struct spawned *spawned;
+	size_t n_spawned;
+};
+
+DEFINE_UNREF_CLEANUP(struct clip_cage, clip_cage_unref)
+
+#define cage_assert_return(c, r) \
+	do { \
+		clip_assert_return(c, r); \
+		clip_assert_return((c)->creator == getpid(), -ECHILD); \
+	} while (0)
+
+/* The protections a test-hooks build switches off (CLIP_CAGE_TEST_DISABLE), or NULL. */
+const char *cage_test_disable(void);
+
+/* The start time of @pid (/proc/PID/stat): a reused pid has another one. 0 if gone. */
+unsigned long long cage_proc_start_time(pid_t pid);
+
+/* -ETIMEDOUT: @what of @p's cage did not end within its StartTimeoutSec=. */
+int cage_timeout_error(struct clip_error **reterr, const struct clip_cage_profile *p,
+		       const char *what);
+
+/*
+ * The report of a child of @p's cage, by @deadline_ms (now_ms(); one in
+ * the past reads only a report already there): 0 when ready, else -EIO
+ * (or -EPERM, -ETIMEDOUT) with what failed; a passed fd to @ret_fd.
+ */
+int cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p,
+		      long long deadline_ms, int *ret_fd, struct clip_error **reterr);
+
+/* pidfd_open(2) and pidfd_send_signal(2), through syscall(2). */
+int cage_pidfd_open(pid_t pid);
+int cage_pidfd_signal(int pidfd, int sig);
+
+/* The pid behind @pidfd in this pid namespace (its fdinfo), or -1. */
+pid_t cage_pidfd_pid(int pidfd);
+
+/* Reap the processes we spawned that have exited (all of them when @block). */
+void cage_spawned_reap(struct clip_cage *c, bool block);
+
+/* Checked spawn options into what the process needs. */
+int cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
+		       struct cage_exec_args *args, struct clip_error **reterr);
+
+/* The first process, from its pidfd that init passed: ours to wait for, a copy the caller's. */
+int cage_first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_error **reterr);
+
+/* Before a start with CLIP_CAGE_START_REGISTER: the name must be free; a stale entry goes. */
+int cage_registry_claim(struct clip_cage *c, struct clip_error **reterr);
+
+/* Once started: the entry, which claims the name against a concurrent start. */
+int cage_registry_write(struct clip_cage *c, struct clip_error **reterr);
+
+/* Once ended: our own entry goes, not one another cage of the name wrote since. */
+void cage_registry_remove(struct clip_cage *c);
+
+/* The veth pair: @host_name up on the host, its peer eth0 in @pid's network namespace. */
+int cage_veth_create(const char *host_name, pid_t pid);

@@ -1,0 +1,462 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Processes in a running cage, and waiting for them. cage.c starts the
+ * cage; cage-child.c is what a process runs until it executes.
+ *
+ * spawn: a helper forked from the caller joins the cgroups, setns()es
+ *        into all the init's namespaces through its pidfd, and clone()s
+ *        with CLONE_PARENT the process that restricts itself and executes;
+ *        so the process is the caller's child, a pidfd of it is race-free.
+ * first: the first process of clip_cage_start_spawn() is init's child
+ *        instead: its pidfd comes from init with "ready", its status on
+ *        the socket to init once init has reaped it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <clip/cage.h>
+
+#include "cage-internal.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#define SPAWN_FDS_MAX 64
+#define SPAWN_ARGS_MAX 4096
+
+/* -- pidfds ---------------------------------------------------------- */
+
+int
+cage_pidfd_open(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int
+cage_pidfd_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+pid_t
+cage_pidfd_pid(int pidfd)
+{
+	char path[64], line[128];
+	pid_t pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Pid:", 4) == 0)
+			pid = (pid_t)atoi(line + 4);
+	fclose(f);
+	return pid;
+}
+
+/* -- spawned processes ----------------------------------------------- */
+
+static int
+exit_status(const siginfo_t *si)
+{
+	return si->si_code == CLD_EXITED ? si->si_status : 128 + si->si_status;
+}
+
+/*
+ * The first process is init's child: once it has exited (or, with @block,
+ * when it does), its status is init's MSG_EXIT; an init gone first took
+ * it down with SIGKILL, as the kernel does to a pid namespace.
+ */
+static void
+first_collect(struct clip_cage *c, struct spawned *s, bool block)
+{
+	struct pollfd pfd = { .fd = s->pidfd, .events = POLLIN };
+	struct cage_msg m;
+	ssize_t n = -1;
+
+	if (!block && poll(&pfd, 1, 0) <= 0)
+		return;
+	if (c->sock >= 0)
+		do
+			n = recv(c->sock, &m, sizeof(m), 0);
+		while (n < 0 && errno == EINTR);
+	s->status = n == sizeof(m) && m.type == MSG_EXIT ? m.value : 128 + SIGKILL;
+	s->reaped = true;
+	close(s->pidfd);
+	s->pidfd = -1;
+	if (c->sock >= 0)
+		close(c->sock);
+	c->sock = -1;
+}
+
+/* Reap the processes we spawned that have exited (all of them when @block). */
+void
+cage_spawned_reap(struct clip_cage *c, bool block)
+{
+	for (size_t i = 0; i < c->n_spawned; i++) {
+		struct spawned *s = &c->spawned[i];
+		siginfo_t si = { 0 };
+
+		if (s->reaped)
+			continue;
+		if (s->via_init) {
+			first_collect(c, s, block);
+			continue;
+		}
+		if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0 ||
+		    si.si_pid == 0)
+			continue;
+		s->reaped = true;
+		s->status = exit_status(&si);
+		close(s->pidfd);
+		s->pidfd = -1;
+	}
+}
+
+static int
+spawned_add(struct clip_cage *c, pid_t pid)
+{
+	struct spawned *s;
+	int fd;
+
+	/* Forget those whose status the caller has collected. */
+	for (size_t i = 0; i < c->n_spawned; i++)
+		if (c->spawned[i].reaped && c->spawned[i].pid == 0)
+			c->spawned[i--] = c->spawned[--c->n_spawned];
+	fd = cage_pidfd_open(pid);
+	if (fd < 0)
+		return -errno;
+	s = realloc(c->spawned, (c->n_spawned + 1) * sizeof(*s));
+	if (!s) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->spawned = s;
+	c->spawned[c->n_spawned++] = (struct spawned){ .pid = pid, .pidfd = fd };
+	return 0;
+}
+
+/* The process just added failed before executing: reap it, forget it. */
+static void
+spawned_drop_last(struct clip_cage *c)
+{
+	struct spawned *s = &c->spawned[c->n_spawned - 1];
+	siginfo_t si;
+
+	(void)waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED);
+	close(s->pidfd);
+	c->n_spawned--;
+}
+
+static int
+spawn_check(const struct clip_cage_spawn_opts *o)
+{
+	size_t n = 0;
+
+	if (!o->argv || !o->argv[0] || !o->argv[0][0])
+		return -EINVAL;
+	for (size_t i = 0; o->argv[i]; i++)
+		if (++n > SPAWN_ARGS_MAX)
+			return -E2BIG;
+	for (size_t i = 0; o->envp && o->envp[i]; i++)
+		if (++n > 2 * SPAWN_ARGS_MAX)
+			return -E2BIG;
+	if (o->n_fds > SPAWN_FDS_MAX || (o->n_fds && !o->fds))
+		return -EINVAL;
+	for (uint32_t i = 0; i < o->n_fds; i++)
+		if (o->fds[i] < 0 || fcntl(o->fds[i], F_GETFD) < 0)
+			return -EBADF;
+	if (o->cwd && o->cwd[0] != '/')
+		return -EINVAL;
+	return 0;
+}
+
+#ifndef PIDFD_GET_CGROUP_NAMESPACE
+#define PIDFD_GET_CGROUP_NAMESPACE _IO(0xFF, 1) /* Linux 6.11 */
+#endif
+
+/* The init's cgroup namespace as a descriptor: from its pidfd, else /proc while it lives. */
+static int
+cgroupns_open(struct clip_cage *c)
+{
+	char path[64];
+	int fd = ioctl(c->pidfd, PIDFD_GET_CGROUP_NAMESPACE, 0);
+
+	if (fd >= 0 || errno != ENOTTY)
+		return fd;
+	snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", (int)c->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Alive after the open: the pid was still the init's, not a recycled one. */
+	if (fd >= 0 && cage_pidfd_signal(c->pidfd, 0) < 0) {
+		close(fd);
+		fd = -1;
+		errno = ESRCH;
+	}
+	return fd;
+}
+
+/*
+ * The helper: join, enter, clone the process as the caller's child. The
+ * cgroups without the kernel's global lock where it can (cage-cgroup.c):
+ * v1 through its own "tasks" files, cgroup2 by cloning the process into
+ * it, which works only from outside the cage's cgroup namespace; so the
+ * process enters that one itself (cage_exec_main()).
+ */
+_Noreturn static void
+spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
+{
+	struct clone_args ca = { .flags = CLONE_PARENT };
+	struct cage_exec_args a = *args;
+	int v2 = c->cg.v2_fd, cgns;
+	long pid;
+
+	if (v2 < 0 && c->cg.v2) /* an attached cage */
+		v2 = open(c->cg.v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/*
+	 * The process cannot enter through the pidfd itself: the init's memory
+	 * belongs to the host's user namespace, where it has no ptrace right.
+	 * A namespace descriptor needs none.
+	 */
+	cgns = cgroupns_open(c);
+	if (cgns < 0)
+		cage_child_fail(err_fd, STEP_SETNS, errno);
+	if (cage_cgroups_join_v1_self(&c->cg) < 0)
+		cage_child_fail(err_fd, STEP_CGROUP, errno);
+	if (setns(c->pidfd, CAGE_NS_FLAGS) < 0)
+		cage_child_fail(err_fd, STEP_SETNS, errno);
+	if (v2 >= 0) {
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)v2;
+	}
+	pid = cage_clone3(&ca);
+	if (pid < 0 && (ca.flags & CLONE_INTO_CGROUP)) {
+		/* A cgroup the kernel will not clone into: the slow way. */
+		if (cage_cgroups_join_v2(&c->cg, getpid()) < 0)
+			cage_child_fail(err_fd, STEP_CGROUP, errno);
+		ca.flags &= ~CLONE_INTO_CGROUP;
+		pid = cage_clone3(&ca);
+	}
+	if (pid < 0)
+		cage_child_fail(err_fd, STEP_FORK, errno);
+	if (pid == 0) {
+		a.cgroupns_fd = cgns;
+		cage_exec_main(&a);
+	}
+	cage_msg_send(err_fd, MSG_PID, 0, 0, (int)pid);
+	_exit(0);
+}
+
+/* Checked spawn options (of any known size) into what the process needs. */
+int
+cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
+		   struct cage_exec_args *args, struct clip_error **reterr)
+{
+	struct clip_cage_spawn_opts opts = { .size = sizeof(opts) };
+	int r;
+
+	memcpy(&opts, o, o->size < sizeof(opts) ? o->size : sizeof(opts));
+	r = spawn_check(&opts);
+	if (r < 0)
+		return error_set(reterr, r, "bad spawn options (argv, fds, cwd)");
+	if (c->rootless && (opts.uid != 0 || opts.gid != 0))
+		return error_set(reterr, -EINVAL, "a rootless cage maps only uid and gid 0");
+	if (opts.uid >= CAGE_UID_RANGE || opts.gid >= CAGE_UID_RANGE)
+		return error_set(reterr, -EINVAL, "uid and gid in a cage are below %u",
+				 CAGE_UID_RANGE);
+	r = cage_seccomp_compile(c->profile, reterr);
+	if (r < 0)
+		return r;
+	*args = (struct cage_exec_args){
+		.profile = c->profile,
+		.argv = opts.argv,
+		.envp = opts.envp,
+		.fds = opts.fds,
+		.n_fds = opts.n_fds,
+		.cwd = opts.cwd,
+		.uid = opts.uid,
+		.gid = opts.gid,
+		.rootless = c->rootless,
+		.err_fd = -1,
+		.cgroupns_fd = -1,
+		.landlock_abi = c->landlock_abi,
+		.landlock_ruleset = -1,
+		.test_disable = cage_test_disable(),
+	};
+	return 0;
+}
+
+static int
+cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_pidfd,
+	   struct clip_error **reterr)
+{
+	long long deadline = now_ms() + cage_profile_start_timeout_ms(c->profile);
+	struct cage_exec_args args;
+	_cleanup_close_ int rfd = -1;
+	struct cage_msg m;
+	pid_t helper, pid = 0;
+	int pipefd[2], status, r = 0;
+	ssize_t n;
+
+	r = cage_spawn_prepare(c, o, &args, reterr);
+	if (r < 0)
+		return r;
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	rfd = pipefd[0];
+	args.err_fd = pipefd[1];
+	helper = fork();
+	if (helper < 0) {
+		close(pipefd[1]);
+		return error_set_errno(reterr, -errno, "fork");
+	}
+	if (helper == 0) {
+		close(rfd);
+		spawn_helper(c, &args, pipefd[1]);
+	}
+	close(pipefd[1]);
+	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+		;
+	/* The pid first, then nothing (executed) or an error; by the deadline. */
+	while ((n = wait_readable(rfd, deadline)) == 0 &&
+	       (n = read(rfd, &m, sizeof(m))) == sizeof(m) && m.type == MSG_PID)
+		pid = m.value;
+	if (pid > 0)
+		r = spawned_add(c, pid);
+	if (n == -ETIMEDOUT) {
+		/* Our child (CLONE_PARENT), not reaped: its pid is still its own. */
+		if (pid > 0)
+			(void)kill(pid, SIGKILL);
+		if (pid > 0 && r >= 0)
+			spawned_drop_last(c);
+		else if (pid > 0)
+			(void)waitpid(pid, &status, 0);
+		return cage_timeout_error(reterr, c->profile, "the process's set-up");
+	}
+	if (n == sizeof(m) && m.type == MSG_ERROR) {
+		/* Put the message back in front of the reader. */
+		int s[2];
+
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) == 0) {
+			cage_msg_send(s[1], m.type, m.step, m.error, m.value);
+			close(s[1]);
+			r = cage_child_report(s[0], c->rootless, c->profile, -1, NULL, reterr);
+			close(s[0]);
+		} else
+			r = -EIO;
+		if (pid > 0)
+			spawned_drop_last(c);
+		return r;
+	}
+	if (pid <= 0)
+		return error_set(reterr, -EIO, "%s: the spawn helper failed", c->profile->name);
+	if (r < 0)
+		return r;
+	*ret_pidfd = cage_pidfd_open(pid);
+	if (*ret_pidfd < 0)
+		return error_set_errno(reterr, -errno, "pidfd_open");
+	c->spawned[c->n_spawned - 1].given_fd = *ret_pidfd;
+	(void)fstat(*ret_pidfd, &c->spawned[c->n_spawned - 1].given);
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *opts, int *ret_pidfd,
+		struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	cage_assert_return(c, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(c->ctx, opts && ret_pidfd, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(c->ctx, opts->size >= offsetof(struct clip_cage_spawn_opts, cwd),
+			      api_return(-EINVAL, reterr));
+	if (c->state != CLIP_CAGE_RUNNING)
+		return api_return(error_set(reterr, -ECHILD, "the cage is not running"), reterr);
+
+	return api_return(cage_spawn(c, opts, ret_pidfd, reterr), reterr);
+}
+
+/* The first process, from its pidfd that init passed: ours to wait for, a copy the caller's. */
+int
+cage_first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_error **reterr)
+{
+	struct spawned *s;
+	pid_t pid;
+	int given;
+
+	if (pidfd < 0)
+		return error_set(reterr, -EIO, "%s: the cage's init passed no first process",
+				 c->profile->name);
+	/* -1 when it has already exited and been reaped: then found by its fd. */
+	pid = cage_pidfd_pid(pidfd);
+	given = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+	s = given < 0 ? NULL : realloc(c->spawned, (c->n_spawned + 1) * sizeof(*s));
+	if (!s) {
+		if (given >= 0)
+			close(given);
+		close(pidfd);
+		return error_set_errno(reterr, -ENOMEM, "%s: the first process", c->profile->name);
+	}
+	c->spawned = s;
+	s = &c->spawned[c->n_spawned++];
+	*s = (struct spawned){
+		.pid = pid > 0 ? pid : -1, .pidfd = pidfd, .given_fd = given, .via_init = true
+	};
+	(void)fstat(given, &s->given);
+	*ret_pidfd = given;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_wait_process(struct clip_cage *c, int pidfd, int *ret_status)
+{
+	struct stat st;
+	pid_t pid;
+
+	cage_assert_return(c, -EINVAL);
+	clip_assert_return(pidfd >= 0 && ret_status, -EINVAL);
+
+	/* A reaped process's pidfd has no pid any more: then its fd and inode. */
+	pid = cage_pidfd_pid(pidfd);
+	if (fstat(pidfd, &st) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < c->n_spawned; i++) {
+		struct spawned *s = &c->spawned[i];
+
+		if (s->pid == 0 || (pid > 0 && s->pid != pid))
+			continue;
+		if (pid <= 0 && (s->given_fd != pidfd || s->given.st_ino != st.st_ino ||
+				 s->given.st_dev != st.st_dev))
+			continue;
+		if (!s->reaped && s->via_init)
+			first_collect(c, s, true);
+		if (!s->reaped) {
+			siginfo_t si = { 0 };
+
+			while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0)
+				if (errno != EINTR)
+					return -ECHILD;
+			s->reaped = true;
+			s->status = exit_status(&si);
+			close(s->pidfd);
+			s->pidfd = -1;
+		}
+		*ret_status = s->status;
+		s->pid = 0; /* collected */
+		return 0;
+	}
+	return -ECHILD;
+}
