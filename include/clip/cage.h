@@ -239,8 +239,11 @@ int clip_cage_profile_set_network(struct clip_cage_profile *profile, int mode, c
 /**
  * clip_cage_profile_set_limits - memory, tasks and CPU limits
  *
- * @param limits its size member set to sizeof(struct clip_cage_limits)
- * @return 0, or -EINVAL.
+ * @param limits its size member set to sizeof(struct clip_cage_limits): a
+ *	  smaller struct (an older <clip/cage.h>) leaves the limits it lacks at
+ *	  0, a larger one (a newer <clip/cage.h>) is taken when what it adds is 0
+ * @return 0, or -EINVAL (a bad value, or a struct smaller than 8 bytes),
+ *	   -E2BIG (a larger struct that sets what this version does not know).
  * @since 0.1
  */
 int clip_cage_profile_set_limits(struct clip_cage_profile *profile,
@@ -395,11 +398,15 @@ int clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr
  * capabilities not in the profile, sets no_new_privs, the securebits,
  * Landlock and the seccomp filter, and executes argv.
  *
- * @param opts what to run; opts->size set
+ * @param opts what to run; opts->size set to sizeof(struct
+ *	  clip_cage_spawn_opts): a smaller struct (an older <clip/cage.h>, at
+ *	  least up to fds) leaves the members it lacks at 0, a larger one (a
+ *	  newer <clip/cage.h>) is taken when what it adds is 0
  * @param ret_pidfd where a pidfd of the new process is stored (O_CLOEXEC);
  *	  the process is a child of the caller: reap it with
  *	  clip_cage_wait_process() or waitid(P_PIDFD)
- * @return 0, or -EINVAL, -E2BIG (more than 4096 arguments), -ENOMEM,
+ * @return 0, or -EINVAL, -E2BIG (more than 4096 arguments, or a larger opts
+ *	   that sets what this version does not know), -ENOMEM,
  *	   -EBADF (a bad fd in opts), -ECHILD (the cage is not running),
  *	   -ENOENT (no such command), -EACCES, -EPERM (execution refused),
  *	   -EIO (another set-up step failed: the message names it),

@@ -351,7 +351,15 @@ pid_t cage_pidfd_pid(int pidfd);
 /* Reap the processes we spawned that have exited (all of them when @block). */
 void cage_spawned_reap(struct clip_cage *c, bool block);
 
-/* Checked spawn options into what the process needs. */
+/*
+ * The caller's spawn options into ours, by the rule of struct_copy_in():
+ * 0, -EINVAL (smaller than the smallest accepted) or -E2BIG (a newer caller's
+ * that set what this version does not know).
+ */
+int cage_spawn_opts_copy_in(struct clip_cage *c, struct clip_cage_spawn_opts *dst,
+			    const struct clip_cage_spawn_opts *opts, struct clip_error **reterr);
+
+/* Checked spawn options, ours, into what the process needs. */
 int cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		       struct cage_exec_args *args, struct clip_error **reterr);
 

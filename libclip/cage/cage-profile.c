@@ -22,6 +22,7 @@
 #include "cage-internal.h"
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "base/util.h"
 
 #define LINE_MAX_BYTES 4096
 #define CPU_QUOTA_MAX 100000
@@ -337,15 +338,20 @@ clip_cage_profile_set_network(struct clip_cage_profile *p, int mode, const char 
 CLIP_EXPORT int
 clip_cage_profile_set_limits(struct clip_cage_profile *p, const struct clip_cage_limits *limits)
 {
-	struct clip_cage_limits l = { .size = sizeof(l) };
+	struct clip_cage_limits l;
+	int r;
 
 	clip_assert_return(p && limits, -EINVAL);
-	clip_assert_return(limits->size >= offsetof(struct clip_cage_limits, memory_max), -EINVAL);
-	clip_assert_return(limits->size <= sizeof(l), -EINVAL);
 
-	/* An older caller's shorter struct: the fields it lacks stay 0. */
-	memcpy(&l, limits, limits->size);
-	l.size = sizeof(l);
+	/*
+	 * The caller's version of the struct (the rule of struct_copy_in()):
+	 * an older, shorter one leaves the limits it lacks at 0, "no limit";
+	 * a newer one may not ask for a limit this version cannot set. The
+	 * smallest accepted ends after the CPU quota, as it always did.
+	 */
+	r = struct_copy_in(&l, sizeof(l), limits, offsetof(struct clip_cage_limits, memory_max));
+	if (r < 0)
+		return r;
 	clip_assert_return(l.cpu_quota_percent <= CPU_QUOTA_MAX, -EINVAL);
 	p->limits = l;
 	return 0;

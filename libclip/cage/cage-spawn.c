@@ -36,6 +36,8 @@
 
 #define SPAWN_FDS_MAX 64
 #define SPAWN_ARGS_MAX 4096
+/* The smallest struct clip_cage_spawn_opts accepted: up to fds, without cwd, uid and gid. */
+#define SPAWN_OPTS_SIZE_MIN offsetof(struct clip_cage_spawn_opts, cwd)
 
 /* -- pidfds ---------------------------------------------------------- */
 
@@ -261,21 +263,19 @@ spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 	_exit(0);
 }
 
-/* Checked spawn options (of any known size) into what the process needs. */
+/* Checked spawn options, ours (cage_spawn_opts_copy_in()), into what the process needs. */
 int
 cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		   struct cage_exec_args *args, struct clip_error **reterr)
 {
-	struct clip_cage_spawn_opts opts = { .size = sizeof(opts) };
 	int r;
 
-	memcpy(&opts, o, o->size < sizeof(opts) ? o->size : sizeof(opts));
-	r = spawn_check(&opts);
+	r = spawn_check(o);
 	if (r < 0)
 		return error_set(reterr, r, "bad spawn options (argv, fds, cwd)");
-	if (c->rootless && (opts.uid != 0 || opts.gid != 0))
+	if (c->rootless && (o->uid != 0 || o->gid != 0))
 		return error_set(reterr, -EINVAL, "a rootless cage maps only uid and gid 0");
-	if (opts.uid >= CAGE_UID_RANGE || opts.gid >= CAGE_UID_RANGE)
+	if (o->uid >= CAGE_UID_RANGE || o->gid >= CAGE_UID_RANGE)
 		return error_set(reterr, -EINVAL, "uid and gid in a cage are below %u",
 				 CAGE_UID_RANGE);
 	r = cage_seccomp_compile(c->profile, reterr);
@@ -283,13 +283,13 @@ cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		return r;
 	*args = (struct cage_exec_args){
 		.profile = c->profile,
-		.argv = opts.argv,
-		.envp = opts.envp,
-		.fds = opts.fds,
-		.n_fds = opts.n_fds,
-		.cwd = opts.cwd,
-		.uid = opts.uid,
-		.gid = opts.gid,
+		.argv = o->argv,
+		.envp = o->envp,
+		.fds = o->fds,
+		.n_fds = o->n_fds,
+		.cwd = o->cwd,
+		.uid = o->uid,
+		.gid = o->gid,
 		.rootless = c->rootless,
 		.err_fd = -1,
 		.cgroupns_fd = -1,
@@ -374,19 +374,49 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 	return 0;
 }
 
+/*
+ * The caller's options, of its version of <clip/cage.h>, into ours (the
+ * rule of struct_copy_in()): an older caller's lack what came later, then
+ * 0 or NULL; a newer caller's may not ask for what this version cannot
+ * do. Read once, at the API's edge: the spawn works on our copy.
+ */
+int
+cage_spawn_opts_copy_in(struct clip_cage *c, struct clip_cage_spawn_opts *dst,
+			const struct clip_cage_spawn_opts *opts, struct clip_error **reterr)
+{
+	int r = struct_copy_in(dst, sizeof(*dst), opts, SPAWN_OPTS_SIZE_MIN);
+
+	if (r == -EINVAL) {
+		log_err(c->ctx, "client bug: spawn options of %u bytes, fewer than %zu", opts->size,
+			SPAWN_OPTS_SIZE_MIN);
+		return error_set(reterr, r, "spawn options of %u bytes: fewer than %zu", opts->size,
+				 SPAWN_OPTS_SIZE_MIN);
+	}
+	if (r < 0)
+		return error_set(reterr, r,
+				 "spawn options of %u bytes, from a newer <clip/cage.h>: they set "
+				 "something past the %zu bytes this version knows",
+				 opts->size, sizeof(*dst));
+	return 0;
+}
+
 CLIP_EXPORT int
 clip_cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *opts, int *ret_pidfd,
 		struct clip_error **reterr)
 {
+	struct clip_cage_spawn_opts o;
+	int r;
+
 	clip_assert_reterr(reterr);
 	cage_assert_return(c, api_return(-EINVAL, reterr));
 	ctx_assert_log_return(c->ctx, opts && ret_pidfd, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, opts->size >= offsetof(struct clip_cage_spawn_opts, cwd),
-			      api_return(-EINVAL, reterr));
+	r = cage_spawn_opts_copy_in(c, &o, opts, reterr);
+	if (r < 0)
+		return api_return(r, reterr);
 	if (c->state != CLIP_CAGE_RUNNING)
 		return api_return(error_set(reterr, -ECHILD, "the cage is not running"), reterr);
 
-	return api_return(cage_spawn(c, opts, ret_pidfd, reterr), reterr);
+	return api_return(cage_spawn(c, &o, ret_pidfd, reterr), reterr);
 }
 
 /* The first process, from its pidfd that init passed: ours to wait for, a copy the caller's. */

@@ -546,6 +546,9 @@ CLIP_EXPORT int
 clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opts *opts,
 		      int *ret_pidfd, struct clip_error **reterr)
 {
+	struct clip_cage_spawn_opts o;
+	int r;
+
 	clip_assert_reterr(reterr);
 	cage_assert_return(c, api_return(-EINVAL, reterr));
 	ctx_assert_log_return(
@@ -553,10 +556,11 @@ clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cag
 		api_return(-EINVAL, reterr));
 	ctx_assert_log_return(c->ctx, c->state == CLIP_CAGE_NEW, api_return(-EINVAL, reterr));
 	ctx_assert_log_return(c->ctx, opts && ret_pidfd, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, opts->size >= offsetof(struct clip_cage_spawn_opts, cwd),
-			      api_return(-EINVAL, reterr));
+	r = cage_spawn_opts_copy_in(c, &o, opts, reterr);
+	if (r < 0)
+		return api_return(r, reterr);
 
-	return api_return(cage_start(c, flags, opts, ret_pidfd, reterr), reterr);
+	return api_return(cage_start(c, flags, &o, ret_pidfd, reterr), reterr);
 }
 
 /* -- processes ------------------------------------------------------- */

@@ -372,8 +372,6 @@ Test(cage_builder, refusals)
 	cr_assert_eq(clip_cage_profile_set_network(p, CLIP_CAGE_NET_VETH, "10.0.0.1/16"), 0);
 	l.size = 4;
 	assert_errno(clip_cage_profile_set_limits(p, &l), -EINVAL);
-	l.size = sizeof(l) + 8;
-	assert_errno(clip_cage_profile_set_limits(p, &l), -EINVAL);
 	l.size = sizeof(l);
 	l.cpu_quota_percent = 100001;
 	assert_errno(clip_cage_profile_set_limits(p, &l), -EINVAL);
@@ -399,6 +397,75 @@ Test(cage_builder, refusals)
 	cr_assert_eq(cage_profile_start_timeout_ms(p), 2000);
 	cr_assert_eq(clip_cage_profile_set_start_timeout(p, 0), 0);
 	cr_assert_eq(cage_profile_start_timeout_ms(p), 30000, "0: the default again");
+	clip_cage_profile_unref(p);
+}
+
+/*
+ * Option structs that grow (struct_copy_in()): a caller built against
+ * another <clip/cage.h> passes a smaller or a larger struct. What lies past
+ * the caller's size is garbage, so that a read past it shows.
+ */
+struct limits_newer {
+	struct clip_cage_limits l;
+	uint64_t added; /* a member of a later version */
+};
+
+Test(cage_builder, limits_from_an_older_caller_are_zero_filled)
+{
+	struct clip_cage_limits full = {
+		.size = sizeof(full), .cpu_quota_percent = 9, .memory_max = 9, .tasks_max = 9
+	};
+	struct clip_cage_profile *p = NULL;
+	struct clip_cage_limits old;
+
+	cr_assert_eq(clip_cage_profile_new(&p, "a"), 0);
+	cr_assert_eq(clip_cage_profile_set_limits(p, &full), 0);
+	/* The smallest accepted: the CPU quota only. */
+	memset(&old, 0xaa, sizeof(old));
+	old.size = offsetof(struct clip_cage_limits, memory_max);
+	old.cpu_quota_percent = 5;
+	cr_assert_eq(clip_cage_profile_set_limits(p, &old), 0);
+	cr_assert_eq(p->limits.cpu_quota_percent, 5);
+	cr_assert_eq(p->limits.memory_max, 0, "a limit the caller does not know was set");
+	cr_assert_eq(p->limits.tasks_max, 0, "a limit the caller does not know was set");
+	cr_assert_eq(p->limits.size, sizeof(struct clip_cage_limits));
+	old.size = offsetof(struct clip_cage_limits, memory_max) - 1;
+	old.cpu_quota_percent = 6;
+	assert_errno(clip_cage_profile_set_limits(p, &old), -EINVAL);
+	cr_assert_eq(p->limits.cpu_quota_percent, 5, "a refused struct changed the limits");
+	clip_cage_profile_unref(p);
+}
+
+Test(cage_builder, limits_from_a_newer_caller_that_adds_nothing_are_taken)
+{
+	struct clip_cage_profile *p = NULL;
+	struct limits_newer n;
+
+	cr_assert_eq(clip_cage_profile_new(&p, "a"), 0);
+	memset(&n, 0, sizeof(n));
+	n.l.size = sizeof(n);
+	n.l.tasks_max = 7;
+	assert_errno(clip_cage_profile_set_limits(p, &n.l), 0);
+	cr_assert_eq(p->limits.tasks_max, 7);
+	cr_assert_eq(p->limits.size, sizeof(struct clip_cage_limits));
+	clip_cage_profile_unref(p);
+}
+
+Test(cage_builder, limits_from_a_newer_caller_that_sets_more_are_refused)
+{
+	struct clip_cage_limits l = { .size = sizeof(l), .tasks_max = 7 };
+	struct clip_cage_profile *p = NULL;
+	struct limits_newer n;
+
+	cr_assert_eq(clip_cage_profile_new(&p, "a"), 0);
+	cr_assert_eq(clip_cage_profile_set_limits(p, &l), 0);
+	memset(&n, 0, sizeof(n));
+	n.l.size = sizeof(n);
+	n.l.tasks_max = 8;
+	/* One byte past ours: a limit this version cannot set. */
+	((unsigned char *)&n)[sizeof(n) - 1] = 1;
+	assert_errno(clip_cage_profile_set_limits(p, &n.l), -E2BIG);
+	cr_assert_eq(p->limits.tasks_max, 7, "a refused struct changed the limits");
 	clip_cage_profile_unref(p);
 }
 
@@ -603,6 +670,91 @@ Test(cage_life, spawn_refusals)
 	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
 	o.size = sizeof(o);
 	assert_errno(clip_cage_spawn(c, &o, &pidfd, NULL), -ECHILD);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+/* Spawn options as a caller built against a newer <clip/cage.h> lays them out. */
+struct spawn_opts_newer {
+	struct clip_cage_spawn_opts o;
+	uint64_t added; /* a member of a later version */
+};
+
+Test(cage_life, spawn_opts_from_an_older_caller_are_zero_filled)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c = started(&ctx, H);
+	const char *argv[] = { "/bin/sh", "-c", "[ \"$(pwd)\" = / ] && exit 5", NULL };
+	struct clip_cage_spawn_opts old;
+	struct clip_error *e = NULL;
+	int pidfd = -1, status = -1;
+
+	/* The smallest accepted ends before cwd: garbage where ours has cwd, uid and gid. */
+	memset(&old, 0xaa, sizeof(old));
+	old.size = offsetof(struct clip_cage_spawn_opts, cwd);
+	old.n_fds = 0;
+	old.argv = argv;
+	old.envp = NULL;
+	old.fds = NULL;
+	cr_assert_eq(clip_cage_spawn(c, &old, &pidfd, &e), 0, "spawn: %s",
+		     clip_error_get_message(e));
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 5, "the process did not run in / (status %d)", status);
+	close(pidfd);
+	old.size = offsetof(struct clip_cage_spawn_opts, cwd) - 1;
+	assert_errno(clip_cage_spawn(c, &old, &pidfd, NULL), -EINVAL);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+Test(cage_life, spawn_opts_from_a_newer_caller_that_adds_nothing_are_taken)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c = started(&ctx, H);
+	const char *argv[] = { "/bin/sh", "-c", "exit 6", NULL };
+	struct spawn_opts_newer n;
+	struct clip_error *e = NULL;
+	int pidfd = -1, status = -1;
+
+	memset(&n, 0, sizeof(n));
+	n.o.size = sizeof(n);
+	n.o.argv = argv;
+	assert_errno(clip_cage_spawn(c, &n.o, &pidfd, &e), 0);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 6);
+	close(pidfd);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+Test(cage_life, spawn_opts_from_a_newer_caller_that_sets_more_are_refused)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c = new_or_skip(&ctx, H);
+	const char *argv[] = { "/bin/sh", "-c", "exit 0", NULL };
+	struct spawn_opts_newer n;
+	struct clip_error *e = NULL;
+	int pidfd = -1, *pids = NULL;
+	size_t count = 0;
+
+	memset(&n, 0, sizeof(n));
+	n.o.size = sizeof(n);
+	n.o.argv = argv;
+	/* One byte past ours: something this version cannot do. */
+	((unsigned char *)&n)[sizeof(n) - 1] = 1;
+	assert_errno(clip_cage_start_spawn(c, 0, &n.o, &pidfd, &e), -E2BIG);
+	cr_assert(strstr(clip_error_get_message(e), "from a newer <clip/cage.h>"), "%s",
+		  clip_error_get_message(e));
+	e = clip_error_free(e);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_NEW, "the cage started");
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start: %s", clip_error_get_message(e));
+	assert_errno(clip_cage_spawn(c, &n.o, &pidfd, NULL), -E2BIG);
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &count), 0);
+	cr_assert_eq(count, 1, "a process was spawned beside init");
+	free(pids);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
 	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
 }
