@@ -4,7 +4,7 @@
  * profiles, their start, spawn and stop, their cgroups and the registry of
  * named cages.
  *
- * Calls: base tpm
+ * Calls: base level tpm
  */
 #pragma once
 
