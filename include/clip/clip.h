@@ -16,6 +16,7 @@
 #include <clip/exec.h>
 #include <clip/tpm.h>
 #include <clip/audit.h>
+#include <clip/policy.h>
 #include <clip/mediator.h>
 #include <clip/transfer.h>
 

@@ -14,6 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* clip_policy_parse() was declared here before 0.1 had policy.h. */
+#include <clip/policy.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -24,27 +27,6 @@ struct clip_level;
 struct clip_audit;
 struct clip_policy;
 struct clip_mediator;
-
-/**
- * clip_policy_parse - parse a transfer policy (clip.policy(5))
- *
- * @param ret where the policy is stored; untouched on failure
- * @param text the policy, @size bytes, not NUL-terminated
- * @param size at most 1 MiB
- * @param origin the file name used in messages, or NULL
- * @param reterr optional; the message says "FILE:LINE:COLUMN: what" and
- *	  the error's offset is that of the offending byte
- * @return 0, or -EINVAL (a syntax error, or an allow rule that can match
- *	   a downgrade), -E2BIG (over 1 MiB), -ENOMEM.
- * @since 0.1
- */
-int clip_policy_parse(struct clip_policy **ret, const char *text, size_t size, const char *origin,
-		      struct clip_error **reterr);
-
-/** @since 0.1 */
-struct clip_policy *clip_policy_ref(struct clip_policy *policy);
-/** @since 0.1 */
-struct clip_policy *clip_policy_unref(struct clip_policy *policy);
 
 /* A request rate without bound (rate_per_s of the structs below). */
 #define CLIP_MEDIATOR_RATE_UNLIMITED UINT32_MAX
