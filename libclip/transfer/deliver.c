@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Atomic, sanitised delivery into an inbox; see deliver.h and doc/transfer.md. */
+/* Atomic, sanitised delivery into an inbox; see transfer-internal.h and doc/transfer.md. */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -22,11 +22,11 @@
 #include <clip/transfer.h>
 
 #include "base/crypto.h"
-#include "deliver.h"
 #include "base/error.h"
 #include "keys/key.h"
 #include "base/log.h"
 #include "proto.h"
+#include "transfer-internal.h"
 #include "base/utf8.h"
 #include "base/util.h"
 

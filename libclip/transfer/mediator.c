@@ -34,11 +34,10 @@
 #include <clip/mediator.h>
 
 #include "base/cleanup.h"
-#include "deliver.h"
 #include "base/error.h"
 #include "base/log.h"
-#include "policy.h"
 #include "proto.h"
+#include "transfer-internal.h"
 #include "base/util.h"
 
 #define CAGES_MAX 256

@@ -13,7 +13,7 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
-#include "policy.h"
+#include "transfer-internal.h"
 
 struct parser {
 	const char *origin;

@@ -14,7 +14,7 @@
 #include <clip/mediator.h>
 
 #include "fuzz.h"
-#include "transfer/policy.h"
+#include "transfer/transfer-internal.h"
 
 static const char *const names[] = { "low", "mid", "high", "left", "right", "twin" };
 static const char *const levels[] = { "s0", "s1", "s2:c0,c1", "s1:c0", "s1:c1", "s1" };

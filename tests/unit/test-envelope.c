@@ -17,8 +17,8 @@
 
 #include <clip/clip.h>
 
-#include "transfer/deliver.h"
 #include "helpers.h"
+#include "transfer/transfer-internal.h"
 
 struct env {
 	char *dir;

@@ -22,8 +22,8 @@
 
 #include <clip/clip.h>
 
-#include "transfer/deliver.h"
 #include "helpers.h"
+#include "transfer/transfer-internal.h"
 
 /* valgrind 3.19 (Debian 12) answers ENOSYS to open_tree, pidfd_send_signal, landlock. */
 static bool

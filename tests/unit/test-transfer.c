@@ -22,10 +22,9 @@
 #include <clip/clip.h>
 #include <openssl/evp.h>
 
-#include "transfer/deliver.h"
 #include "helpers.h"
-#include "transfer/policy.h"
 #include "transfer/proto.h"
+#include "transfer/transfer-internal.h"
 
 /* --- wire --- */
 

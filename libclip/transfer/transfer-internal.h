@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Delivery into a target inbox: the content is read from the passed fd
- * only, hashed (and encrypted when asked) in the same pass, written to an
- * unnamed file in the inbox, and linked under a sanitised unique name only
- * once complete, labelled and on disk. Nothing partial is ever visible.
+ * transfer: moving a document from one cage to another through the core,
+ * and only through it: the wire protocol (proto.h), the client, the
+ * mediator and its policy, delivery into an inbox (content filters,
+ * envelopes) and the tamper-evident audit log.
+ *
+ * Calls: base keys
  */
 #pragma once
 
@@ -15,6 +17,83 @@
 #include <clip/level.h>
 
 #include "base/ctx-internal.h"
+#include "proto.h"
+
+/*
+ * The transfer policy (clip.policy(5)): first match wins, default deny, a
+ * downgrade is never `allow`. Parsed by clip_policy_parse() (policy.c).
+ */
+
+#define POLICY_TEXT_MAX (1024 * 1024)
+#define POLICY_LINE_MAX 4096
+#define POLICY_RULES_MAX 4096
+/* The largest document any rule may let through: 1 TiB. */
+#define POLICY_SIZE_MAX (UINT64_C(1) << 40)
+
+enum policy_action {
+	POLICY_DENY,
+	POLICY_ALLOW,
+	POLICY_ASK,
+};
+
+enum endpoint_kind {
+	ENDPOINT_ANY,
+	ENDPOINT_NAME,
+	ENDPOINT_LEVEL,
+};
+
+struct policy_endpoint {
+	enum endpoint_kind kind;
+	char name[PROTO_CAGE_MAX + 1];
+	struct clip_level *level;
+};
+
+struct policy_rule {
+	unsigned line;
+	struct policy_endpoint source, target;
+	enum policy_action action;
+	uint64_t max_size; /* 0: no max-size option */
+	int direction; /* enum proto_direction, or -1 for any */
+	char *filter;
+	bool encrypt;
+};
+
+struct clip_policy {
+	unsigned n_ref;
+	char *origin;
+	struct policy_rule *rules;
+	size_t n_rules;
+};
+
+/* The direction of a transfer from @source to @target. */
+enum proto_direction policy_direction(const struct clip_level *source,
+				      const struct clip_level *target);
+
+/*
+ * The first rule matching a transfer, or NULL: the default, deny. A rule
+ * naming @any never matches an incomparable pair.
+ */
+const struct policy_rule *policy_match(const struct clip_policy *policy, const char *source,
+				       const struct clip_level *source_level, const char *target,
+				       const struct clip_level *target_level);
+
+/*
+ * Check that no allow rule lets any of the @n cages (names and levels)
+ * send to another whose level does not dominate its own. -EINVAL with a
+ * message naming the rule's file and line.
+ */
+int policy_check_cages(const struct clip_policy *policy, const char *const *names,
+		       const struct clip_level *const *levels, size_t n,
+		       struct clip_error **reterr);
+
+const char *policy_action_name(enum policy_action action);
+
+/*
+ * Delivery into a target inbox: the content is read from the passed fd
+ * only, hashed (and encrypted when asked) in the same pass, written to an
+ * unnamed file in the inbox, and linked under a sanitised unique name only
+ * once complete, labelled and on disk. Nothing partial is ever visible.
+ */
 
 /* A delivered name: at most this many bytes (a suffix on collision fits). */
 #define DELIVER_NAME_MAX 200
