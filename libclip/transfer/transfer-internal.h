@@ -10,11 +10,16 @@
 #pragma once
 
 #include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #include <clip/ctx.h>
 #include <clip/level.h>
+#include <clip/mediator.h>
 
 #include "base/ctx-internal.h"
 #include "proto.h"
@@ -188,3 +193,203 @@ int envelope_key(struct clip_ctx *ctx, const char *target, uint8_t out[CLIP_KEY_
  */
 int envelope_open(const uint8_t key[CLIP_KEY_SIZE], const char *aad, const uint8_t *in, size_t n,
 		  uint8_t *out);
+
+/*
+ * The mediator (doc/transfer.md): its core, cages, connections and
+ * dispatch (mediator.c), the deliveries its worker threads read
+ * (mediator-job.c), the rate of requests (mediator-rate.c), and the
+ * confirmation agent it asks (mediator-agent.c).
+ */
+
+#define CAGES_MAX 256
+/* What a filter's cage logs in a worker, replayed on the loop's thread. */
+#define JOB_LOG_MAX 8
+
+enum source_kind {
+	SOURCE_CAGE_LISTEN,
+	SOURCE_CONN,
+	SOURCE_AGENT_LISTEN,
+	SOURCE_AGENT,
+	SOURCE_TIMER,
+	SOURCE_DONE,
+};
+
+/* What epoll hands back: the first member of each watched object. */
+struct source {
+	enum source_kind kind;
+	int fd;
+};
+
+struct cage {
+	struct source src; /* the listening socket */
+	char name[PROTO_CAGE_MAX + 1];
+	struct clip_level *level;
+	char *level_text;
+	int inbox_fd;
+	bool check_uid;
+	uid_t uid;
+	unsigned n_running; /* its documents being read */
+	/* The token bucket of its requests (doc/transfer.md, "Rate"). */
+	uint32_t rate_per_s, rate_burst;
+	double tokens;
+	uint64_t refilled_ns;
+	uint64_t limit_audited_ns; /* the last record of a refusal; 0: none */
+	uint64_t limit_suppressed; /* refusals since, not recorded */
+};
+
+struct conn {
+	struct source src;
+	struct cage *cage;
+	struct ucred cred;
+	unsigned n_pending;
+	unsigned n_jobs; /* its deliveries waiting or running */
+	bool paused; /* not watched: n_jobs reached JOBS_PER_CONN */
+	struct conn *next;
+};
+
+enum job_state {
+	JOB_QUEUED,
+	JOB_RUNNING, /* counted in n_running until handle_done() */
+};
+
+/*
+ * One delivery whose document is read off the loop. The worker reads the
+ * fields above "results" and writes the results; the loop's thread does
+ * not touch either while the worker runs (except `cancelled`).
+ */
+struct job {
+	/* The worker's inputs. */
+	int src_fd; /* the document; closed by the loop's thread, after join */
+	int inbox_fd; /* the target cage's, owned by the cage */
+	int done_fd; /* where the worker writes its job's address */
+	uint64_t max_size;
+	bool encrypt;
+	uint8_t key[CLIP_KEY_SIZE];
+	char aad[PROTO_CAGE_MAX + 1];
+	const char *filter; /* in the policy, which outlives the job */
+	/* The filter's cage needs a context, and the loop's is not thread-safe:
+	 * a private one (same state directory), whose log lines are kept here. */
+	struct clip_ctx *filter_ctx;
+	struct {
+		int priority;
+		char text[256];
+	} log[JOB_LOG_MAX];
+	unsigned n_log;
+	atomic_bool cancelled;
+	/* The worker's results. */
+	int r;
+	struct delivery d;
+	struct clip_error *error;
+	/* The loop's. */
+	enum job_state state;
+	pthread_t thread;
+	bool thread_started;
+	uint64_t client_id;
+	struct conn *conn; /* NULL once the requester left */
+	struct cage *source, *target;
+	const struct policy_rule *rule;
+	enum proto_direction direction;
+	char by[300];
+	char name[PROTO_NAME_MAX + 1];
+	char note[PROTO_NOTE_MAX + 1];
+	struct job *next;
+};
+
+struct pending {
+	struct source src; /* the timer */
+	uint64_t id; /* the question's id, random */
+	uint64_t client_id;
+	struct conn *conn; /* NULL once the requester left */
+	struct cage *source, *target;
+	const struct policy_rule *rule;
+	enum proto_direction direction;
+	struct delivery d;
+	char name[PROTO_NAME_MAX + 1];
+	struct pending *next;
+};
+
+struct clip_mediator {
+	unsigned n_ref;
+	struct clip_ctx *ctx;
+	struct clip_policy *policy;
+	struct clip_audit *audit;
+	struct clip_mediator_opts opts;
+	int epfd;
+	struct cage *cages[CAGES_MAX];
+	size_t n_cages;
+	struct source agent_listen;
+	struct source agent;
+	struct conn *conns;
+	size_t n_conns;
+	struct pending *pending;
+	size_t n_pending;
+	struct job *jobs; /* in arrival order */
+	size_t n_jobs, n_running;
+	struct source done; /* the read end of the workers' pipe */
+	int done_write;
+	pid_t pid; /* the creator: a forked child has no worker to join */
+};
+
+/* The outcome of one request, as answered and audited. */
+struct outcome {
+	enum proto_status status;
+	int error;
+	const char *decision;
+	char by[300];
+	char reason[PROTO_TEXT_MAX + 1];
+	char delivered[DELIVER_NAME_MAX + 1];
+};
+
+/* Watch @s on the mediator's epoll fd: 0 or -errno. */
+int watch(struct clip_mediator *m, struct source *s);
+/* Stop watching @s and close its fd, if any. */
+void unwatch_close(struct clip_mediator *m, struct source *s);
+/* Forget @c: its questions and jobs go on, answered to no one. */
+void conn_close(struct clip_mediator *m, struct conn *c);
+/* 1 when @fd is a listening SOCK_SEQPACKET socket, 0 when not, or -errno. */
+int is_listening_seqpacket(int fd);
+/* Accept a peer on @listen_fd with its credentials: the fd or -errno. */
+int accept_peer(int listen_fd, struct ucred *cred);
+/* The cage named @name, or NULL. */
+struct cage *find_cage(struct clip_mediator *m, const char *name);
+
+/* Append one record to the audit log: 0, or -errno (logged), and the transfer is refused. */
+int audit_record(struct clip_mediator *m, const char *event, const struct cage *source,
+		 const struct cage *target, const char *target_name, const char *name,
+		 const struct delivery *d, const char *decision, const char *by,
+		 const char *reason);
+void outcome_set(struct outcome *o, enum proto_status status, int error, const char *decision,
+		 const char *by, const char *reason);
+/* A failure @r, said with @error's message or strerror(), after @what. */
+void outcome_error(struct outcome *o, int r, struct clip_error *error, const char *what);
+/* Record the decision, then (only then) link the document in, and answer. */
+void finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, struct cage *source,
+	    struct cage *target, const char *target_name, const char *name, struct delivery *d,
+	    struct outcome *o);
+
+/* Queue the delivery of @msg's document; takes the fd. */
+void job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg, struct cage *target,
+		const struct policy_rule *rule, enum proto_direction dir, const char *by,
+		const uint8_t *key);
+/* A worker is done: the rest happens here, on the loop's thread. */
+void handle_done(struct clip_mediator *m);
+/* Teardown: stop the workers, drop what they read (unnamed: it vanishes). */
+void jobs_stop(struct clip_mediator *m);
+
+/*
+ * Whether the cage of @c may send one more message now; when not, @reason
+ * (@size bytes) says why, and the refusal is audited at most once per window.
+ */
+bool rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *q,
+		char *reason, size_t size);
+/* Record the refusals not recorded yet (at most one record per window). */
+void rate_flush(struct clip_mediator *m, struct cage *c);
+
+/* Put @p to the agent, with a timer of the confirmation timeout: 0 or -errno. */
+int ask(struct clip_mediator *m, struct pending *p, const char *note);
+/* Drop a question: its timer, its document, its count on the connection. */
+void pending_free(struct clip_mediator *m, struct pending *p);
+void handle_agent_listen(struct clip_mediator *m);
+void handle_agent(struct clip_mediator *m);
+/* No answer in time: a denial. */
+void handle_timer(struct clip_mediator *m, struct pending *p);

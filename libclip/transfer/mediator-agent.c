@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The mediator's side of the confirmation agent (doc/confirm-protocol.md):
+ * its socket, the one agent connected, the questions put to it (each with
+ * a timer) and its answers. A question nobody answers is a denial.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <clip/mediator.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "proto.h"
+#include "transfer-internal.h"
+#include "base/util.h"
+
+void
+pending_free(struct clip_mediator *m, struct pending *p)
+{
+	unwatch_close(m, &p->src);
+	deliver_abort(&p->d);
+	if (p->conn)
+		p->conn->n_pending--;
+	free(p);
+}
+
+static void
+pending_unlink(struct clip_mediator *m, struct pending *p)
+{
+	for (struct pending **pp = &m->pending; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			m->n_pending--;
+			return;
+		}
+}
+
+CLIP_EXPORT int
+clip_mediator_add_agent_socket(struct clip_mediator *m, int socket_fd, struct clip_error **reterr)
+{
+	int r;
+
+	clip_assert_reterr(reterr);
+	clip_assert_return(m, api_return(-EINVAL, reterr));
+	ctx_assert_return_error(m->ctx, reterr);
+	ctx_assert_log_return(m->ctx, socket_fd >= 0, api_return(-EBADF, reterr));
+	ctx_assert_log_return(m->ctx, m->agent_listen.fd < 0, api_return(-EINVAL, reterr));
+
+	if (is_listening_seqpacket(socket_fd) <= 0)
+		return api_return(error_set(reterr, -EBADF,
+					    "the agent socket is not a listening "
+					    "SOCK_SEQPACKET socket"),
+				  reterr);
+	m->agent_listen.fd = fcntl(socket_fd, F_DUPFD_CLOEXEC, 3);
+	if (m->agent_listen.fd < 0)
+		return api_return(-errno, reterr);
+	r = fcntl(m->agent_listen.fd, F_SETFL, O_NONBLOCK) < 0 ? -errno
+							       : watch(m, &m->agent_listen);
+	if (r < 0) {
+		close(m->agent_listen.fd);
+		m->agent_listen.fd = -1;
+	}
+	return api_return(r, reterr);
+}
+
+int
+ask(struct clip_mediator *m, struct pending *p, const char *note)
+{
+	struct proto_msg msg = { .type = PROTO_PROMPT, .fd = -1 };
+	struct itimerspec its = { 0 };
+	int r;
+
+	if (getrandom(&p->id, sizeof(p->id), 0) != sizeof(p->id))
+		return -EIO;
+	p->src = (struct source){ SOURCE_TIMER,
+				  timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK) };
+	if (p->src.fd < 0)
+		return -errno;
+	its.it_value.tv_sec = m->opts.confirm_timeout_ms / 1000;
+	its.it_value.tv_nsec = (long)(m->opts.confirm_timeout_ms % 1000) * 1000000;
+	if (timerfd_settime(p->src.fd, 0, &its, NULL) < 0)
+		return -errno;
+	r = watch(m, &p->src);
+	if (r < 0)
+		return r;
+	msg.prompt.id = p->id;
+	msg.prompt.timeout_ms = m->opts.confirm_timeout_ms;
+	msg.prompt.direction = (uint8_t)p->direction;
+	msg.prompt.encrypt = p->d.encrypted;
+	msg.prompt.size = p->d.size;
+	memcpy(msg.prompt.sha256, p->d.sha256, 32);
+	snprintf(msg.prompt.source, sizeof(msg.prompt.source), "%s", p->source->name);
+	snprintf(msg.prompt.source_level, sizeof(msg.prompt.source_level), "%s",
+		 p->source->level_text);
+	snprintf(msg.prompt.target, sizeof(msg.prompt.target), "%s", p->target->name);
+	snprintf(msg.prompt.target_level, sizeof(msg.prompt.target_level), "%s",
+		 p->target->level_text);
+	snprintf(msg.prompt.name, sizeof(msg.prompt.name), "%s", p->name);
+	snprintf(msg.prompt.note, sizeof(msg.prompt.note), "%s", note);
+	return proto_send(m->agent.fd, &msg, NULL);
+}
+
+static void
+answer(struct clip_mediator *m, struct pending *p, enum proto_status status, const char *by,
+       const char *reason)
+{
+	struct outcome o = { 0 };
+	struct conn *c = p->conn;
+
+	/* Detached first: finish() may close the connection (a requester that does not read). */
+	pending_unlink(m, p);
+	if (c)
+		c->n_pending--;
+	p->conn = NULL;
+	outcome_set(&o, status, 0, status == PROTO_STATUS_DELIVERED ? "allow" : "deny", by, reason);
+	finish(m, c, p->client_id, p->source, p->target, p->target->name, p->name, &p->d, &o);
+	pending_free(m, p);
+}
+
+static void
+agent_gone(struct clip_mediator *m)
+{
+	unwatch_close(m, &m->agent);
+	while (m->pending)
+		answer(m, m->pending, PROTO_STATUS_DENIED_USER, "mediator",
+		       "the confirmation agent went away");
+}
+
+void
+handle_agent_listen(struct clip_mediator *m)
+{
+	struct ucred cred;
+	int fd;
+
+	fd = accept_peer(m->agent_listen.fd, &cred);
+	if (fd < 0)
+		return;
+	if (cred.uid != 0 && cred.uid != geteuid()) {
+		log_warning(m->ctx, "refusing a confirmation agent of uid %u", (unsigned)cred.uid);
+		close(fd);
+		return;
+	}
+	/* The newest agent is the one asked; questions to the old one are denied. */
+	if (m->agent.fd >= 0)
+		agent_gone(m);
+	m->agent.fd = fd;
+	if (watch(m, &m->agent) < 0 ||
+	    proto_send(fd, &(struct proto_msg){ .type = PROTO_HELLO, .fd = -1 }, NULL) < 0)
+		unwatch_close(m, &m->agent);
+	else
+		log_info(m->ctx, "confirmation agent connected (pid %d)", (int)cred.pid);
+}
+
+void
+handle_agent(struct clip_mediator *m)
+{
+	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
+	struct proto_msg msg;
+	int r;
+
+	r = proto_recv(m->agent.fd, &msg, &error);
+	if (r == -EAGAIN)
+		return;
+	if (r == 0 && msg.type != PROTO_ANSWER)
+		r = error_set(&error, -EBADMSG, "an agent may only send answers");
+	if (r < 0) {
+		if (r != -ECONNRESET)
+			log_warning(m->ctx, "confirmation agent: %s",
+				    clip_error_get_message(error));
+		proto_msg_done(&msg);
+		agent_gone(m);
+		return;
+	}
+	for (struct pending *p = m->pending; p; p = p->next)
+		if (p->id == msg.answer.id) {
+			if (msg.answer.allow)
+				answer(m, p, PROTO_STATUS_DELIVERED, "user",
+				       "confirmed by the user");
+			else
+				answer(m, p, PROTO_STATUS_DENIED_USER, "user",
+				       "refused by the user");
+			return;
+		}
+	log_notice(m->ctx, "confirmation agent answered an unknown question");
+}
+
+void
+handle_timer(struct clip_mediator *m, struct pending *p)
+{
+	char reason[96];
+
+	snprintf(reason, sizeof(reason), "no answer within %u ms", m->opts.confirm_timeout_ms);
+	answer(m, p, PROTO_STATUS_DENIED_USER, "timeout", reason);
+}

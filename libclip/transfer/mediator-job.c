@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The mediator's deliveries, read off the loop: a request the policy lets
+ * through becomes a job, a worker thread reads (and filters) its document,
+ * and the loop's thread takes the result from the workers' pipe and
+ * decides, asks or refuses. The bounds below keep one cage, or one
+ * connection, from holding every worker.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "proto.h"
+#include "transfer-internal.h"
+#include "base/util.h"
+
+#define PENDING_MAX 256
+#define PENDING_PER_CONN 4
+/* Documents read at once, in all and per source cage (so that one cage
+ * sending big documents leaves room for the others). */
+#define WORKERS_MAX 4
+#define WORKERS_PER_CAGE 2
+/* Deliveries waiting or running: beyond, a request is refused (busy). */
+#define JOBS_MAX 256
+/* Per connection: beyond, it is not read until one is done (back-pressure). */
+#define JOBS_PER_CONN 4
+
+static void
+job_free(struct job *j)
+{
+	clip_ctx_unref(j->filter_ctx);
+	deliver_abort(&j->d);
+	if (j->src_fd >= 0)
+		close(j->src_fd);
+	clip_error_free(j->error);
+	secure_wipe(j->key, sizeof(j->key));
+	free(j);
+}
+
+static void
+job_log(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	struct job *j = userdata;
+
+	if (j->n_log == JOB_LOG_MAX)
+		return;
+	j->log[j->n_log].priority = priority;
+	snprintf(j->log[j->n_log].text, sizeof(j->log[j->n_log].text), "%s", message);
+	j->n_log++;
+}
+
+/* A context of the job's own for its filter's cage; made on the loop's thread. */
+static int
+job_filter_ctx(struct clip_mediator *m, struct job *j)
+{
+	struct clip_ctx *ctx = NULL;
+	int r;
+
+	r = clip_ctx_new(&ctx);
+	if (r < 0)
+		return r;
+	r = clip_ctx_set_state_dir(ctx, clip_ctx_get_state_dir(m->ctx));
+	if (r < 0) {
+		clip_ctx_unref(ctx);
+		return r;
+	}
+	ctx->key_provider = m->ctx->key_provider;
+	ctx->tpm = m->ctx->tpm;
+	clip_ctx_set_log_priority(ctx, clip_ctx_get_log_priority(m->ctx));
+	clip_ctx_set_log_fn(ctx, job_log, j);
+	j->filter_ctx = ctx;
+	return 0;
+}
+
+/* A worker: only its job's fds, buffers and context, nothing of the mediator's. */
+static void *
+job_run(void *userdata)
+{
+	struct job *j = userdata;
+	ssize_t n;
+
+	j->r = deliver_receive(j->inbox_fd, j->src_fd, j->max_size, j->encrypt ? j->key : NULL,
+			       j->aad, &j->d, &j->error);
+	secure_wipe(j->key, sizeof(j->key));
+	if (j->r == 0 && j->filter && !atomic_load(&j->cancelled))
+		j->r = deliver_filter(j->filter_ctx, &j->d, j->filter, &j->error);
+	/* Eight bytes, less than PIPE_BUF: written whole, read whole. */
+	do
+		n = write(j->done_fd, &j, sizeof(j));
+	while (n < 0 && errno == EINTR);
+	return NULL;
+}
+
+static void
+job_start(struct clip_mediator *m, struct job *j)
+{
+	sigset_t all, old;
+	int r;
+
+	/* The application's signals are for its own threads, not for ours. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&j->thread, NULL, job_run, j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	j->state = JOB_RUNNING;
+	j->source->n_running++;
+	m->n_running++;
+	if (r == 0) {
+		j->thread_started = true;
+		return;
+	}
+	/* Answered as a worker that failed at once: the same way out. */
+	j->r = error_set_errno(&j->error, -r, "cannot start a thread to read the document");
+	if (write(m->done_write, &j, sizeof(j)) != sizeof(j))
+		log_err(m->ctx, "cannot queue a failed delivery: %m");
+}
+
+/* Start what may start, oldest first, within the bounds. */
+static void
+jobs_schedule(struct clip_mediator *m)
+{
+	for (struct job *j = m->jobs; j && m->n_running < WORKERS_MAX; j = j->next)
+		if (j->state == JOB_QUEUED && j->source->n_running < WORKERS_PER_CAGE)
+			job_start(m, j);
+}
+
+/* Teardown: stop the workers, drop what they read (unnamed: it vanishes). */
+void
+jobs_stop(struct clip_mediator *m)
+{
+	/* A forked child inherited the jobs but not the threads. */
+	bool ours = getpid() == m->pid;
+	int empty = -1;
+
+	for (struct job *j = m->jobs; j && ours; j = j->next) {
+		if (!j->thread_started)
+			continue;
+		atomic_store(&j->cancelled, true);
+		/*
+		 * The worker reads the document by its fd number: an empty file put
+		 * at that number ends its copy at the next chunk (as a document that
+		 * shrank) instead of reading gigabytes to throw away. The number
+		 * stays the job's until job_free(), so nothing else is hit.
+		 */
+		if (empty < 0)
+			empty = memfd_create("clip-cancelled", MFD_CLOEXEC);
+		if (empty >= 0)
+			(void)dup3(empty, j->src_fd, O_CLOEXEC);
+	}
+	for (struct job *j = m->jobs; j && ours; j = j->next)
+		if (j->thread_started)
+			pthread_join(j->thread, NULL);
+	while (m->jobs) {
+		struct job *j = m->jobs;
+
+		m->jobs = j->next;
+		job_free(j);
+	}
+	m->n_jobs = m->n_running = 0;
+	if (empty >= 0)
+		close(empty);
+}
+
+static void
+conn_pause(struct clip_mediator *m, struct conn *c)
+{
+	(void)epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->src.fd, NULL);
+	c->paused = true;
+}
+
+/* Queue the delivery of @msg's document; takes the fd. */
+void
+job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg, struct cage *target,
+	   const struct policy_rule *rule, enum proto_direction dir, const char *by,
+	   const uint8_t *key)
+{
+	const struct proto_request *q = &msg->request;
+	struct outcome o = { 0 };
+	struct job *j, **tail;
+
+	if (m->n_jobs >= JOBS_MAX) {
+		outcome_set(&o, PROTO_STATUS_FAILED, -EBUSY, "failed", "mediator",
+			    "the mediator is busy (too many transfers in progress): try again");
+		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		return;
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j) {
+		outcome_error(&o, -ENOMEM, NULL, "cannot take the document");
+		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		return;
+	}
+	j->src_fd = msg->fd;
+	msg->fd = -1;
+	j->inbox_fd = target->inbox_fd;
+	j->done_fd = m->done_write;
+	j->max_size = rule->max_size && rule->max_size < m->opts.max_size ? rule->max_size
+									  : m->opts.max_size;
+	j->encrypt = rule->encrypt;
+	if (key)
+		memcpy(j->key, key, sizeof(j->key));
+	snprintf(j->aad, sizeof(j->aad), "%s", target->name);
+	j->filter = rule->filter;
+	if (j->filter && job_filter_ctx(m, j) < 0) {
+		outcome_error(&o, -ENOMEM, NULL, "cannot run the filter");
+		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		job_free(j);
+		return;
+	}
+	atomic_init(&j->cancelled, false);
+	j->d = (struct delivery)DELIVERY_INIT;
+	j->state = JOB_QUEUED;
+	j->client_id = q->id;
+	j->conn = c;
+	j->source = c->cage;
+	j->target = target;
+	j->rule = rule;
+	j->direction = dir;
+	snprintf(j->by, sizeof(j->by), "%s", by);
+	snprintf(j->name, sizeof(j->name), "%s", q->name);
+	snprintf(j->note, sizeof(j->note), "%s", q->note);
+	for (tail = &m->jobs; *tail; tail = &(*tail)->next)
+		;
+	*tail = j;
+	m->n_jobs++;
+	if (++c->n_jobs >= JOBS_PER_CONN)
+		conn_pause(m, c);
+	jobs_schedule(m);
+}
+
+/* The document is in (or not): what handle_request() did next when it read it itself. */
+static void
+job_finish(struct clip_mediator *m, struct job *j)
+{
+	struct conn *c = j->conn;
+	struct outcome o = { 0 };
+	struct pending *p;
+	int r;
+
+	if (j->r == -EFBIG || j->r == -EPERM) {
+		outcome_set(&o, PROTO_STATUS_DENIED_POLICY, j->r, "deny", j->by,
+			    j->error ? clip_error_get_message(j->error) : strerror(-j->r));
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	if (j->r < 0) {
+		outcome_error(&o, j->r, j->error, "cannot take the document");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	if (j->rule->action == POLICY_ALLOW) {
+		outcome_set(&o, PROTO_STATUS_DELIVERED, 0, "allow", j->by, "allowed by policy");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+
+	/* ask */
+	if (m->agent.fd < 0 || (c && c->n_pending >= PENDING_PER_CONN) ||
+	    m->n_pending >= PENDING_MAX) {
+		outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
+			    m->agent.fd < 0 ? "no confirmation agent is running"
+					    : "too many questions waiting for the user");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		outcome_error(&o, -ENOMEM, NULL, "cannot ask");
+		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
+		       &o);
+		return;
+	}
+	p->src.fd = -1;
+	p->client_id = j->client_id;
+	p->conn = c;
+	p->source = j->source;
+	p->target = j->target;
+	p->rule = j->rule;
+	p->direction = j->direction;
+	p->d = j->d;
+	j->d = (struct delivery)DELIVERY_INIT;
+	snprintf(p->name, sizeof(p->name), "%s", j->name);
+	if (c)
+		c->n_pending++;
+	r = ask(m, p, j->note);
+	if (r < 0) {
+		if (c)
+			c->n_pending--;
+		p->conn = NULL;
+		outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
+			    "the confirmation agent cannot be reached");
+		finish(m, c, p->client_id, p->source, p->target, p->target->name, p->name, &p->d,
+		       &o);
+		pending_free(m, p);
+		return;
+	}
+	p->next = m->pending;
+	m->pending = p;
+	m->n_pending++;
+}
+
+/* A worker is done: the rest happens here, on the loop's thread. */
+void
+handle_done(struct clip_mediator *m)
+{
+	struct job *j;
+	struct conn *c;
+
+	if (read(m->done.fd, &j, sizeof(j)) != sizeof(j))
+		return;
+	if (j->thread_started)
+		pthread_join(j->thread, NULL);
+	for (struct job **pp = &m->jobs; *pp; pp = &(*pp)->next)
+		if (*pp == j) {
+			*pp = j->next;
+			break;
+		}
+	m->n_jobs--;
+	m->n_running--;
+	j->source->n_running--;
+	for (unsigned i = 0; i < j->n_log; i++)
+		clip_log(m->ctx, j->log[i].priority, "filter of a transfer from '%s': %s",
+			 j->source->name, j->log[i].text);
+	c = j->conn;
+	if (c && c->n_jobs-- == JOBS_PER_CONN && c->paused) {
+		c->paused = false;
+		if (watch(m, &c->src) < 0) {
+			conn_close(m, c);
+			j->conn = NULL;
+		}
+	}
+	jobs_schedule(m);
+	job_finish(m, j);
+	job_free(j);
+}
