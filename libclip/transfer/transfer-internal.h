@@ -21,6 +21,7 @@
 #include <clip/level.h>
 #include <clip/mediator.h>
 
+#include "base/crypto.h"
 #include "base/ctx-internal.h"
 #include "proto.h"
 
@@ -98,10 +99,14 @@ const char *policy_action_name(enum policy_action action);
  * only, hashed (and encrypted when asked) in the same pass, written to an
  * unnamed file in the inbox, and linked under a sanitised unique name only
  * once complete, labelled and on disk. Nothing partial is ever visible.
+ * deliver.c receives and commits, deliver-filter.c runs a rule's content
+ * filter, deliver-envelope.c seals and opens envelopes.
  */
 
 /* A delivered name: at most this many bytes (a suffix on collision fits). */
 #define DELIVER_NAME_MAX 200
+/* The most of a document (or of an envelope) read at once. */
+#define DELIVER_CHUNK (1024 * 1024)
 /* The AES-256-GCM envelope (doc/transfer.md). */
 #define ENVELOPE_MAGIC "CLIPENV1"
 #define ENVELOPE_MAGIC_SIZE 8
@@ -182,6 +187,20 @@ void deliver_abort(struct delivery *d);
  * boundary; "document" when nothing is left.
  */
 void deliver_sanitize_name(const char *untrusted_name, char out[DELIVER_NAME_MAX + 1]);
+
+/* Write @n bytes into the target inbox: 0, or -ENOSPC, -EDQUOT (it is full), -errno. */
+int write_out(int fd, const void *p, size_t n, struct clip_error **reterr);
+
+/*
+ * Start an envelope in @out_fd: its header (magic, random nonce) written,
+ * @c set to encrypt under @key with the header and @aad authenticated.
+ * What the caller encrypts with @c next is the envelope's body.
+ */
+int envelope_begin(EVP_CIPHER_CTX *c, const uint8_t *key, const char *aad, int out_fd,
+		   struct clip_error **reterr);
+
+/* Finish the envelope @c writes into @out_fd: the tag. 0, -EIO, or write_out()'s errors. */
+int envelope_end(EVP_CIPHER_CTX *c, int out_fd, struct clip_error **reterr);
 
 /* The per-target envelope key (HMAC of the envelope key and @target). */
 int envelope_key(struct clip_ctx *ctx, const char *target, uint8_t out[CLIP_KEY_SIZE],
