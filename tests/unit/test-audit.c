@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The audit chain against each kind of tampering, and one writer at a time. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <clip/clip.h>
+
+#include "helpers.h"
+
+struct log_fixture {
+	char *dir;
+	struct clip_ctx *ctx;
+	int dfd;
+};
+
+static void
+log_setup(struct log_fixture *f, unsigned n)
+{
+	char state[512];
+	struct clip_audit *a = NULL;
+
+	f->dir = test_tmpdir("tmpfs");
+	snprintf(state, sizeof(state), "%s/state", f->dir);
+	f->ctx = test_ctx(state);
+	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_eq(clip_audit_open(&a, f->ctx, f->dfd, "t.log", 0, NULL), 0);
+	for (unsigned i = 0; i < n; i++) {
+		char name[32];
+		struct clip_audit_entry e = { .size = sizeof(e),
+					      .event = "request",
+					      .source = "low",
+					      .target = "high",
+					      .name = name,
+					      .length = i };
+
+		snprintf(name, sizeof(name), "doc %u", i);
+		cr_assert_eq(clip_audit_append(a, &e, NULL), 0);
+	}
+	clip_audit_unref(a);
+}
+
+static void
+log_teardown(struct log_fixture *f)
+{
+	close(f->dfd);
+	clip_ctx_unref(f->ctx);
+	free(f->dir);
+}
+
+static char *
+slurp(int dfd, const char *name)
+{
+	char *buf = calloc(1, 1 << 20);
+	int fd = openat(dfd, name, O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_geq(read(fd, buf, (1 << 20) - 1), 0);
+	close(fd);
+	return buf;
+}
+
+static void
+spit(int dfd, const char *name, const char *text)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static void
+verify_fails(struct log_fixture *f, const char *why)
+{
+	struct clip_error *e = NULL;
+
+	assert_errno(clip_audit_verify(f->ctx, f->dfd, "t.log", NULL, NULL, NULL, &e), -EBADMSG);
+	cr_assert(strstr(clip_error_get_message(e), why), "'%s' lacks '%s'",
+		  clip_error_get_message(e), why);
+	clip_error_free(e);
+}
+
+Test(audit, verifies_and_counts)
+{
+	struct log_fixture f;
+	uint64_t n = 0;
+
+	log_setup(&f, 5);
+	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, &n, NULL), 0);
+	cr_assert_eq(n, 5);
+	log_teardown(&f);
+}
+
+Test(audit, an_edit_is_detected)
+{
+	struct log_fixture f;
+	char *text, *p;
+
+	log_setup(&f, 3);
+	text = slurp(f.dfd, "t.log");
+	p = strstr(text, "doc%201");
+	cr_assert_not_null(p);
+	p[4] = '7';
+	spit(f.dfd, "t.log", text);
+	verify_fails(&f, "record 2 does not verify");
+	free(text);
+	log_teardown(&f);
+}
+
+Test(audit, reordering_deletion_and_truncation_are_detected)
+{
+	struct log_fixture f;
+	char *text, *l2, *l3, *swapped;
+	size_t n1, n2, n3;
+
+	log_setup(&f, 3);
+	text = slurp(f.dfd, "t.log");
+	l2 = strchr(text, '\n') + 1;
+	l3 = strchr(l2, '\n') + 1;
+	n1 = (size_t)(l2 - text), n2 = (size_t)(l3 - l2), n3 = strlen(l3);
+	swapped = calloc(1, strlen(text) + 1);
+	/* 1 3 2 */
+	memcpy(swapped, text, n1);
+	memcpy(swapped + n1, l3, n3);
+	memcpy(swapped + n1 + n3, l2, n2);
+	spit(f.dfd, "t.log", swapped);
+	verify_fails(&f, "record 2 is not the record expected");
+	/* 1 3 */
+	memcpy(swapped + n1, l3, n3);
+	swapped[n1 + n3] = '\0';
+	spit(f.dfd, "t.log", swapped);
+	verify_fails(&f, "record 2 is not the record expected");
+	/* 1 2: a truncated tail, caught by the anchor */
+	memcpy(swapped, text, n1 + n2);
+	swapped[n1 + n2] = '\0';
+	spit(f.dfd, "t.log", swapped);
+	verify_fails(&f, "truncated: 2 records, the anchor says 3");
+	/* the whole log, anchor deleted */
+	spit(f.dfd, "t.log", text);
+	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, NULL, NULL), 0);
+	cr_assert_eq(unlinkat(f.dfd, "t.log.head", 0), 0);
+	verify_fails(&f, "anchor t.log.head is missing");
+	free(swapped);
+	free(text);
+	log_teardown(&f);
+}
+
+Test(audit, a_deleted_log_is_detected_by_its_anchor)
+{
+	struct log_fixture f;
+
+	log_setup(&f, 2);
+	cr_assert_eq(unlinkat(f.dfd, "t.log", 0), 0);
+	verify_fails(&f, "the audit log t.log was deleted: its anchor says 2 records");
+	log_teardown(&f);
+}
+
+Test(audit, a_torn_tail_is_cut_on_open_and_the_chain_goes_on)
+{
+	struct log_fixture f;
+	struct clip_audit *a = NULL;
+	struct clip_audit_entry e = { .size = sizeof(e), .event = "decision" };
+	char *text;
+	uint64_t n = 0;
+	int fd;
+
+	log_setup(&f, 2);
+	fd = openat(f.dfd, "t.log", O_WRONLY | O_APPEND | O_CLOEXEC);
+	cr_assert_eq(write(fd, "v1 seq=3 time=1 event=req", 25), 25);
+	close(fd);
+	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, &n, NULL), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	cr_assert_eq(clip_audit_append(a, &e, NULL), 0);
+	clip_audit_unref(a);
+	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, &n, NULL), 0);
+	cr_assert_eq(n, 3);
+	text = slurp(f.dfd, "t.log");
+	cr_assert_null(strstr(text, "event=req "));
+	free(text);
+	log_teardown(&f);
+}
+
+Test(audit, another_key_does_not_verify_and_one_writer_only)
+{
+	struct log_fixture f;
+	struct clip_ctx *other;
+	struct clip_audit *a = NULL, *b = NULL;
+	char state[512];
+	struct clip_error *e = NULL;
+
+	log_setup(&f, 1);
+	snprintf(state, sizeof(state), "%s/other", f.dir);
+	other = test_ctx(state);
+	cr_assert_eq(clip_audit_open(&a, other, f.dfd, "other.log", 0, NULL), 0);
+	assert_errno(clip_audit_verify(other, f.dfd, "t.log", NULL, NULL, NULL, &e), -EBADMSG);
+	clip_error_free(e);
+	assert_errno(clip_audit_open(&b, other, f.dfd, "other.log", 0, NULL), -EBUSY);
+	clip_audit_unref(a);
+	clip_ctx_unref(other);
+	log_teardown(&f);
+}

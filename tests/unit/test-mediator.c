@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A mediator and its clients in one process: ask, deny and time out,
+ * deliveries read off the loop, and the rate of requests (the end-to-end
+ * tests with real processes are in tests/integration/transfer-e2e.sh).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <clip/clip.h>
+
+#include "helpers.h"
+#include "transfer/proto.h"
+
+static struct clip_policy *
+policy(const char *text)
+{
+	struct clip_policy *p = NULL;
+	struct clip_error *e = NULL;
+
+	cr_assert_eq(clip_policy_parse(&p, text, strlen(text), "test.policy", &e), 0, "%s",
+		     e ? clip_error_get_message(e) : "");
+	return p;
+}
+
+static struct clip_level *
+lv(const char *text)
+{
+	struct clip_level *l = NULL;
+
+	cr_assert_eq(clip_level_parse(&l, text, NULL), 0);
+	return l;
+}
+
+static bool
+dir_is_empty(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	bool empty = true;
+
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	return empty;
+}
+
+struct world {
+	char *dir;
+	struct clip_ctx *ctx;
+	struct clip_audit *audit;
+	struct clip_mediator *m;
+	int dfd, inbox[2], agent;
+	char sock[2][512];
+};
+
+static int
+listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", path);
+	cr_assert_eq(listen(fd, 64), 0);
+	return fd;
+}
+
+static void
+pump(struct world *w)
+{
+	while (clip_mediator_dispatch(w->m, NULL) > 0)
+		;
+}
+
+static void
+world_setup_opts(struct world *w, const char *policy_text, struct clip_mediator_opts opts)
+{
+	static const char *const names[] = { "low", "high" }, *const levels[] = { "s0", "s2" };
+	struct clip_policy *p = policy(policy_text);
+	char path[600];
+	int agent_listen;
+
+	memset(w, 0, sizeof(*w));
+	w->dir = test_tmpdir("tmpfs");
+	snprintf(path, sizeof(path), "%s/state", w->dir);
+	w->ctx = test_ctx(path);
+	w->dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_eq(clip_audit_open(&w->audit, w->ctx, w->dfd, "audit.log", 0, NULL), 0);
+	opts.label_flags = test_is_root() ? 0 : CLIP_LABEL_ROOTLESS;
+	cr_assert_eq(clip_mediator_new(&w->m, w->ctx, p, w->audit, &opts, NULL), 0);
+	clip_policy_unref(p);
+	for (int i = 0; i < 2; i++) {
+		struct clip_level *l = lv(levels[i]);
+		struct clip_mediator_cage c = { .size = sizeof(c), .name = names[i], .level = l };
+		struct clip_error *e = NULL;
+
+		snprintf(path, sizeof(path), "%s/%s", w->dir, names[i]);
+		cr_assert_eq(mkdir(path, 0755), 0);
+		w->inbox[i] = c.inbox_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		snprintf(w->sock[i], sizeof(w->sock[i]), "%s/%s.sock", w->dir, names[i]);
+		c.socket_fd = listen_at(w->sock[i]);
+		cr_assert_eq(clip_mediator_add_cage(w->m, &c, &e), 0, "%s",
+			     e ? clip_error_get_message(e) : "");
+		close(c.socket_fd);
+		clip_level_unref(l);
+	}
+	snprintf(path, sizeof(path), "%s/agent.sock", w->dir);
+	agent_listen = listen_at(path);
+	cr_assert_eq(clip_mediator_add_agent_socket(w->m, agent_listen, NULL), 0);
+	close(agent_listen);
+	cr_assert_eq(clip_transfer_connect(&w->agent, path, NULL), 0);
+	pump(w);
+	{
+		struct proto_msg hello;
+
+		cr_assert_eq(proto_recv(w->agent, &hello, NULL), 0, "the agent is greeted");
+		cr_assert_eq(hello.type, PROTO_HELLO);
+	}
+}
+
+static void
+world_setup(struct world *w, const char *policy_text, uint32_t timeout_ms)
+{
+	struct clip_mediator_opts opts = { .size = sizeof(opts), .confirm_timeout_ms = timeout_ms };
+
+	world_setup_opts(w, policy_text, opts);
+}
+
+static void
+world_teardown(struct world *w)
+{
+	close(w->agent);
+	close(w->inbox[0]), close(w->inbox[1]);
+	close(w->dfd);
+	clip_mediator_unref(w->m);
+	clip_audit_unref(w->audit);
+	clip_ctx_unref(w->ctx);
+	free(w->dir);
+}
+
+/* Send @content from cage @from to @to; the agent answers @answer (-1: never). */
+static struct clip_transfer *
+run(struct world *w, int from, const char *to, const char *content, int answer)
+{
+	struct clip_transfer *t = NULL;
+	int sock, src;
+
+	cr_assert_eq(clip_transfer_connect(&sock, w->sock[from], NULL), 0);
+	src = test_file(w->dir, "source", content);
+	cr_assert_eq(clip_transfer_new(&t, sock, src, to, "doc.txt", "a note", NULL), 0);
+	close(sock);
+	close(src);
+	while (clip_transfer_dispatch(t, NULL) == 0) {
+		struct proto_msg msg;
+
+		pump(w);
+		if (answer >= 0 && proto_recv(w->agent, &msg, NULL) == 0) {
+			struct proto_msg a = { .type = PROTO_ANSWER, .fd = -1 };
+
+			cr_assert_eq(msg.type, PROTO_PROMPT);
+			cr_assert_str_eq(msg.prompt.name, "doc.txt");
+			cr_assert_eq(msg.prompt.size, strlen(content));
+			a.answer.id = msg.prompt.id;
+			a.answer.allow = (uint8_t)answer;
+			cr_assert_eq(proto_send(w->agent, &a, NULL), 0);
+		}
+		{
+			struct pollfd p[3] = {
+				{ .fd = clip_mediator_get_fd(w->m), .events = POLLIN },
+				{ .fd = clip_transfer_get_fd(t), .events = POLLIN },
+				{ .fd = w->agent, .events = POLLIN },
+			};
+
+			/* The timer of a question is in the mediator's fd: no sleep needed. */
+			cr_assert_geq(poll(p, 3, 5000), 0);
+		}
+	}
+	return t;
+}
+
+static int
+count_records(const char *record, void *userdata)
+{
+	(*(int *)userdata)++;
+	return 0;
+}
+
+Test(mediator, up_ask_yes_delivers_labelled_and_audited)
+{
+	struct world w;
+	struct clip_transfer *t;
+	struct clip_level *got = NULL;
+	int fd, n = 0;
+	char buf[64] = { 0 };
+
+	world_setup(&w, "low high ask\n", 60000);
+	t = run(&w, 0, "high", "hello up", 1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(t));
+	cr_assert_str_eq(clip_transfer_get_name(t), "doc.txt");
+	fd = openat(w.inbox[1], "doc.txt", O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(read(fd, buf, sizeof(buf)), 8);
+	cr_assert_str_eq(buf, "hello up");
+	cr_assert_eq(
+		clip_label_get(w.ctx, fd, test_is_root() ? 0 : CLIP_LABEL_ROOTLESS, &got, NULL), 0);
+	cr_assert_eq(clip_level_get_sensitivity(got), 2);
+	clip_level_unref(got);
+	close(fd);
+	clip_transfer_unref(t);
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_records, &n, NULL, NULL),
+		     0);
+	cr_assert_eq(n, 2, "a request and a decision");
+	world_teardown(&w);
+}
+
+Test(mediator, ask_no_timeout_and_default_deny)
+{
+	struct world w;
+	struct clip_transfer *t;
+
+	world_setup(&w, "low high ask\n", 200);
+	t = run(&w, 0, "high", "no", 0);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	cr_assert_str_eq(clip_transfer_get_message(t), "refused by the user");
+	clip_transfer_unref(t);
+	t = run(&w, 0, "high", "silence", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	cr_assert(strstr(clip_transfer_get_message(t), "no answer within 200 ms"));
+	clip_transfer_unref(t);
+	t = run(&w, 1, "low", "down", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_POLICY);
+	clip_transfer_unref(t);
+	cr_assert(dir_is_empty(w.inbox[0]) && dir_is_empty(w.inbox[1]));
+	world_teardown(&w);
+}
+
+Test(mediator, allow_rule_downgrade_is_refused_at_load)
+{
+	struct world w;
+	struct clip_mediator *m = NULL;
+	struct clip_policy *p = policy("high low allow\n");
+	struct clip_level *l = lv("s5");
+	struct clip_mediator_cage c = { .size = sizeof(c), .name = "high", .level = l };
+	struct clip_error *e = NULL;
+	char path[600];
+
+	world_setup(&w, "", 1000);
+	cr_assert_eq(clip_mediator_new(&m, w.ctx, p, w.audit, NULL, NULL), 0);
+	c.inbox_fd = w.inbox[1];
+	snprintf(path, sizeof(path), "%s/x.sock", w.dir);
+	c.socket_fd = listen_at(path);
+	cr_assert_eq(clip_mediator_add_cage(m, &c, NULL), 0);
+	c.name = "low";
+	l = clip_level_unref(l);
+	c.level = l = lv("s0");
+	assert_errno(clip_mediator_add_cage(m, &c, &e), -EINVAL);
+	cr_assert(strstr(clip_error_get_message(e), "test.policy:1:"));
+	clip_error_free(e);
+	close(c.socket_fd);
+	clip_level_unref(l);
+	clip_mediator_unref(m);
+	clip_policy_unref(p);
+	world_teardown(&w);
+}
+
+/* --- deliveries off the loop, and the rate of requests --- */
+
+#define BIG_SIZE (256u << 20)
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* A document of BIG_SIZE bytes, not all alike (no shortcut for zeros). */
+static int
+big_file(struct world *w)
+{
+	char path[600];
+	uint8_t *buf = malloc(1 << 20);
+	int fd;
+
+	cr_assert(buf);
+	snprintf(path, sizeof(path), "%s/big", w->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	for (unsigned i = 0; i < BIG_SIZE >> 20; i++) {
+		memset(buf, (int)i, 1 << 20);
+		cr_assert_eq(write(fd, buf, 1 << 20), 1 << 20);
+	}
+	free(buf);
+	return fd;
+}
+
+/* Send @fd from cage @from to @to without waiting. */
+static struct clip_transfer *
+start(struct world *w, int from, const char *to, int fd, const char *name)
+{
+	struct clip_transfer *t = NULL;
+	int sock;
+
+	cr_assert_eq(clip_transfer_connect(&sock, w->sock[from], NULL), 0);
+	cr_assert_eq(clip_transfer_new(&t, sock, fd, to, name, "", NULL), 0);
+	close(sock);
+	return t;
+}
+
+/* Run the mediator until @t is answered. */
+static void
+wait_for(struct world *w, struct clip_transfer *t)
+{
+	while (clip_transfer_dispatch(t, NULL) == 0) {
+		struct pollfd p[2] = {
+			{ .fd = clip_mediator_get_fd(w->m), .events = POLLIN },
+			{ .fd = clip_transfer_get_fd(t), .events = POLLIN },
+		};
+
+		pump(w);
+		cr_assert_geq(poll(p, 2, 120000), 1, "the mediator does not answer");
+	}
+}
+
+static unsigned
+count_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	unsigned n = 0;
+
+	cr_assert(d, "%s", path);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+	closedir(d);
+	return n;
+}
+
+Test(mediator, a_big_delivery_does_not_hold_another_cages_request, .timeout = 600)
+{
+	struct world w;
+	struct clip_transfer *big, *small;
+	uint64_t t0, t_small = 0, t_big = 0, size = 0;
+	int src, small_src, order = 0, small_rank = 0, big_rank = 0;
+
+	world_setup(&w, "low high allow\nhigh high allow\n", 60000);
+	src = big_file(&w);
+	small_src = test_file(w.dir, "small", "small document");
+	t0 = now_us();
+	big = start(&w, 0, "high", src, "big");
+	/* The mediator takes the big request and returns while the copy goes on. */
+	pump(&w);
+	cr_assert_eq(clip_transfer_dispatch(big, NULL), 0, "the big one is not answered yet");
+	small = start(&w, 1, "high", small_src, "small");
+	while (!big_rank || !small_rank) {
+		struct pollfd p[3] = {
+			{ .fd = clip_mediator_get_fd(w.m), .events = POLLIN },
+			{ .fd = clip_transfer_get_fd(big), .events = POLLIN },
+			{ .fd = clip_transfer_get_fd(small), .events = POLLIN },
+		};
+
+		cr_assert_geq(poll(p, 3, 120000), 1, "no answer within 120 s");
+		pump(&w);
+		/* The big one first: when both are there, it counts as the first. */
+		if (!big_rank && clip_transfer_dispatch(big, NULL) == 1) {
+			big_rank = ++order;
+			t_big = now_us() - t0;
+		}
+		if (!small_rank && clip_transfer_dispatch(small, NULL) == 1) {
+			small_rank = ++order;
+			t_small = now_us() - t0;
+		}
+	}
+	cr_assert_eq(clip_transfer_get_status(small), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(small));
+	cr_assert_eq(clip_transfer_get_status(big), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(big));
+	cr_assert_eq(small_rank, 1,
+		     "the small transfer is answered first (%.1f ms, the big one %.1f ms)",
+		     t_small / 1e3, t_big / 1e3);
+	cr_assert_eq(clip_transfer_get_digest(big, &size, NULL, NULL), 0);
+	cr_assert_eq(size, BIG_SIZE);
+	cr_log_info("a small transfer answered in %.1f ms while a %u MiB one took %.1f ms",
+		    t_small / 1e3, BIG_SIZE >> 20, t_big / 1e3);
+	clip_transfer_unref(small);
+	clip_transfer_unref(big);
+	close(src), close(small_src);
+	world_teardown(&w);
+}
+
+static unsigned
+count_fds(void)
+{
+	return count_entries("/proc/self/fd");
+}
+
+Test(mediator, unref_cancels_a_delivery_in_flight_and_leaves_nothing, .timeout = 600)
+{
+	struct world w;
+	struct clip_transfer *t;
+	char inbox[600];
+	uint64_t t0, full, cancel;
+	unsigned fds, threads;
+	int src, n = 0;
+
+	fds = count_fds();
+	threads = count_entries("/proc/self/task");
+	world_setup(&w, "low high allow\n", 60000);
+	snprintf(inbox, sizeof(inbox), "%s/high", w.dir);
+	src = big_file(&w);
+	/* How long a whole delivery takes here. */
+	t0 = now_us();
+	t = start(&w, 0, "high", src, "big");
+	wait_for(&w, t);
+	full = now_us() - t0;
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED);
+	clip_transfer_unref(t);
+	cr_assert_eq(unlinkat(w.inbox[1], "big", 0), 0);
+
+	t = start(&w, 0, "high", src, "big");
+	pump(&w);
+	cr_assert_gt(count_entries("/proc/self/task"), threads, "a worker reads the document");
+	t0 = now_us();
+	w.m = clip_mediator_unref(w.m);
+	cancel = now_us() - t0;
+	cr_log_info("a whole delivery: %.1f ms; unref in the middle of one: %.1f ms", full / 1e3,
+		    cancel / 1e3);
+	cr_assert_lt(cancel, full / 2, "the copy is cancelled, not waited for (%.1f ms vs %.1f ms)",
+		     cancel / 1e3, full / 1e3);
+	cr_assert_eq(count_entries(inbox), 0, "nothing is left in the inbox");
+	cr_assert_eq(count_entries("/proc/self/task"), threads, "no thread is left");
+	/* The requester is told the mediator went away. */
+	assert_errno(clip_transfer_wait(t, 5000, NULL), -ECONNRESET);
+	clip_transfer_unref(t);
+	/* Two requests and one decision: the cancelled one has none. */
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_records, &n, NULL, NULL),
+		     0);
+	cr_assert_eq(n, 3);
+	close(src);
+	world_teardown(&w);
+	cr_assert_eq(count_fds(), fds, "no fd is left");
+}
+
+Test(mediator, a_requester_leaving_mid_delivery_is_survived, .timeout = 600)
+{
+	struct world w;
+	struct clip_transfer *t;
+	unsigned threads = count_entries("/proc/self/task");
+	int src, n = 0;
+
+	world_setup(&w, "low high allow\n", 60000);
+	src = big_file(&w);
+	t = start(&w, 0, "high", src, "big");
+	pump(&w);
+	/* Gone while its document is read: the sole fd of its connection closes. */
+	clip_transfer_unref(t);
+	close(src);
+	t = run(&w, 0, "high", "after", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(t));
+	clip_transfer_unref(t);
+	/* The big one is finished and audited, answered to no one. */
+	while (count_entries("/proc/self/task") > threads) {
+		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, 120000), 1, "the delivery never ends");
+		pump(&w);
+	}
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_records, &n, NULL, NULL),
+		     0);
+	cr_assert_eq(n, 4, "two requests, two decisions");
+	world_teardown(&w);
+}
+
+struct limited_count {
+	int records, limited;
+	char summary[256];
+};
+
+static int
+count_limited(const char *record, void *userdata)
+{
+	struct limited_count *c = userdata;
+	const char *s = strstr(record, "reason=");
+
+	c->records++;
+	if (strstr(record, "event=limited")) {
+		c->limited++;
+		if (s)
+			snprintf(c->summary, sizeof(c->summary), "%s", s);
+	}
+	return 0;
+}
+
+Test(mediator, a_flood_is_refused_over_the_rate_and_audited_boundedly)
+{
+	struct clip_mediator_opts opts = {
+		.size = sizeof(opts), .confirm_timeout_ms = 60000, .rate_per_s = 4, .rate_burst = 5
+	};
+	struct limited_count c = { 0 };
+	struct world w;
+	struct clip_transfer *t;
+	unsigned passed = 0, refused = 0;
+	uint64_t t0, elapsed;
+	char want[64];
+
+	world_setup_opts(&w, "low high allow\nhigh high allow\n", opts);
+	t0 = now_us();
+	for (int i = 0; i < 40; i++) {
+		t = run(&w, 0, "high", "flood", -1);
+		if (clip_transfer_get_status(t) == CLIP_TRANSFER_DELIVERED)
+			passed++;
+		else {
+			refused++;
+			cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_FAILED);
+			assert_errno(clip_transfer_get_error(t), -EAGAIN);
+			cr_assert(strstr(clip_transfer_get_message(t),
+					 "over the rate limit of cage 'low' (4 requests per "
+					 "second, 5 at once): try again in "),
+				  "%s", clip_transfer_get_message(t));
+		}
+		clip_transfer_unref(t);
+	}
+	elapsed = now_us() - t0;
+	/* The burst, then what the rate refilled while the flood went on. */
+	cr_assert_geq(passed, 5);
+	cr_assert_leq(passed, 5 + 4 * elapsed / 1000000 + 1, "%u passed in %.0f ms", passed,
+		      elapsed / 1e3);
+	cr_assert_geq(refused, 20, "%u refused in %.0f ms", refused, elapsed / 1e3);
+	/* Another cage has its own bucket. */
+	t = run(&w, 1, "high", "other", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(t));
+	clip_transfer_unref(t);
+	/* Once a token is back (1/4 s), the cage is served again. */
+	usleep(300000);
+	t = run(&w, 0, "high", "later", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(t));
+	clip_transfer_unref(t);
+	/* One record for the first refusal; the rest are counted, not written. */
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_limited, &c, NULL, NULL),
+		     0);
+	cr_assert_eq(c.limited, 1);
+	cr_assert_eq(c.records, 2 * ((int)passed + 2) + 1);
+	/* The count is recorded when the mediator goes (or after the window). */
+	w.m = clip_mediator_unref(w.m);
+	memset(&c, 0, sizeof(c));
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_limited, &c, NULL, NULL),
+		     0);
+	cr_assert_eq(c.limited, 2);
+	snprintf(want, sizeof(want), "reason=%u%%20more%%20requests%%20refused", refused - 1);
+	cr_assert(strstr(c.summary, want), "'%s' lacks '%s'", c.summary, want);
+	world_teardown(&w);
+}
