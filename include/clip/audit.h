@@ -27,7 +27,11 @@ struct clip_audit;
 /* Also send each record to syslog (LOG_AUTHPRIV). */
 #define CLIP_AUDIT_SYSLOG (1u << 0)
 
-/* What one record says. Unset strings are recorded as "-". */
+/*
+ * What one record says. Unset strings are recorded as "-". A larger struct
+ * (a newer header) is accepted when what this library does not know of it
+ * is zero: a field it cannot record is refused, never dropped.
+ */
 struct clip_audit_entry {
 	uint32_t size; /* sizeof(struct clip_audit_entry) */
 	const char *event; /* "request", "decision" */
@@ -76,8 +80,10 @@ struct clip_audit *clip_audit_unref(struct clip_audit *audit);
  * @param audit an open log
  * @param entry what to record
  * @param reterr optional
- * @return 0, or -EINVAL, -E2BIG (a field over 4096 bytes), -ENOSPC,
- *	   -EDQUOT, -EIO, -ENOMEM, -ECHILD.
+ * @return 0, or -EINVAL (@entry->size smaller than this struct, its first
+ *	   version), -E2BIG (a field over 4096 bytes; @entry->size larger than
+ *	   this library knows and a byte beyond what it knows not zero, or
+ *	   larger than 4096), -ENOSPC, -EDQUOT, -EIO, -ENOMEM, -ECHILD.
  * @since 0.1
  */
 int clip_audit_append(struct clip_audit *audit, const struct clip_audit_entry *entry,

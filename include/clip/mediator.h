@@ -34,7 +34,9 @@ struct clip_mediator;
 /*
  * Options of clip_mediator_new(); all zero means the defaults. @size tells
  * which members the caller knows: rate_per_s and rate_burst are read only
- * when it covers both (since 0.1, added after the first four).
+ * when it covers both (since 0.1, added after the first four). A larger
+ * struct (a newer header) is accepted when what this library does not
+ * know of it is zero.
  */
 struct clip_mediator_opts {
 	uint32_t size; /* sizeof(struct clip_mediator_opts) */
@@ -47,7 +49,7 @@ struct clip_mediator_opts {
 	uint32_t rate_burst; /* how many it may send at once; 0: 100 */
 };
 
-/* One cage as the mediator sees it. */
+/* One cage as the mediator sees it; @size as for struct clip_mediator_opts. */
 struct clip_mediator_cage {
 	uint32_t size; /* sizeof(struct clip_mediator_cage) */
 	const char *name; /* [a-z0-9][a-z0-9_-]*, at most 64 bytes */
@@ -72,7 +74,11 @@ struct clip_mediator_cage {
  *	  reference is taken)
  * @param opts optional
  * @param reterr optional
- * @return 0, or -EINVAL, -ENOMEM, -ECHILD.
+ * @return 0, or -EINVAL (an argument is NULL, an unknown label flag, or
+ *	   @opts->size is smaller than the first version of the struct, which
+ *	   ends after label_flags), -E2BIG (@opts->size is larger than this
+ *	   library knows and a byte beyond what it knows is not zero, or
+ *	   larger than 4096), -ENOMEM, -ECHILD.
  * @since 0.1
  */
 int clip_mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_policy *policy,
@@ -98,7 +104,10 @@ struct clip_mediator *clip_mediator_unref(struct clip_mediator *mediator);
  * level does not dominate its own is refused here.
  *
  * @return 0, or -EINVAL (bad cage, or such a rule: the message names its
- *	   line), -EEXIST (a cage of that name exists), -EBADF, -ENOMEM.
+ *	   line; @cage->size smaller than the first version of the struct,
+ *	   which ends after uid), -E2BIG (@cage->size larger than this library
+ *	   knows and a byte beyond what it knows not zero, or larger than
+ *	   4096), -EEXIST (a cage of that name exists), -EBADF, -ENOMEM.
  * @since 0.1
  */
 int clip_mediator_add_cage(struct clip_mediator *mediator, const struct clip_mediator_cage *cage,

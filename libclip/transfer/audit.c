@@ -34,6 +34,8 @@
 #define AUDIT_LINE_MAX (16 * AUDIT_FIELD_MAX)
 #define AUDIT_HEAD_SUFFIX ".head"
 #define AUDIT_NAME_MAX 200
+/* The first version of struct clip_audit_entry ends after reason. */
+#define AUDIT_ENTRY_SIZE_V1 (offsetof(struct clip_audit_entry, reason) + sizeof(const char *))
 
 struct clip_audit {
 	unsigned n_ref;
@@ -604,12 +606,24 @@ CLIP_EXPORT int
 clip_audit_append(struct clip_audit *audit, const struct clip_audit_entry *entry,
 		  struct clip_error **reterr)
 {
+	struct clip_audit_entry e;
+	int r;
+
 	clip_assert_reterr(reterr);
 	clip_assert_return(audit, api_return(-EINVAL, reterr));
 	ctx_assert_return_error(audit->ctx, reterr);
 	ctx_assert_log_return(audit->ctx, entry, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(audit->ctx, entry->size >= sizeof(*entry),
+	ctx_assert_log_return(audit->ctx, entry->size >= AUDIT_ENTRY_SIZE_V1,
 			      api_return(-EINVAL, reterr));
 
-	return api_return(audit_append(audit, entry, reterr), reterr);
+	/* A newer caller's entry says more than this version can record: refused, not cut. */
+	r = struct_copy_in(&e, sizeof(e), entry, AUDIT_ENTRY_SIZE_V1);
+	if (r < 0)
+		return api_return(error_set(reterr, r,
+					    "struct clip_audit_entry has %" PRIu32
+					    " bytes, and sets a field past the %zu this libclip "
+					    "records (or is over %d bytes)",
+					    entry->size, sizeof(e), STRUCT_SIZE_MAX),
+				  reterr);
+	return api_return(audit_append(audit, &e, reterr), reterr);
 }

@@ -38,6 +38,10 @@
 #define DEFAULT_MAX_SIZE (UINT64_C(4) << 30)
 #define DEFAULT_RATE_PER_S 20
 #define DEFAULT_RATE_BURST 100
+/* The first version of struct clip_mediator_opts ends after label_flags. */
+#define MEDIATOR_OPTS_SIZE_V1 (offsetof(struct clip_mediator_opts, label_flags) + sizeof(unsigned))
+/* The first version of struct clip_mediator_cage ends after uid. */
+#define MEDIATOR_CAGE_SIZE_V1 (offsetof(struct clip_mediator_cage, uid) + sizeof(uint32_t))
 
 int
 watch(struct clip_mediator *m, struct source *s)
@@ -136,11 +140,7 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	m->ctx = clip_ctx_ref(ctx);
 	m->policy = clip_policy_ref(policy);
 	m->audit = clip_audit_ref(audit);
-	if (opts)
-		memcpy(&m->opts, opts, opts->size < sizeof(m->opts) ? opts->size : sizeof(m->opts));
-	if (!opts ||
-	    opts->size < offsetof(struct clip_mediator_opts, rate_burst) + sizeof(uint32_t))
-		m->opts.rate_per_s = m->opts.rate_burst = 0;
+	m->opts = *opts;
 	if (!m->opts.rate_per_s)
 		m->opts.rate_per_s = DEFAULT_RATE_PER_S;
 	if (!m->opts.rate_burst)
@@ -169,20 +169,62 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	return 0;
 }
 
+/*
+ * The caller's @what, of the version it was built with, as ours
+ * (struct_copy_in(), base/util.h): a newer caller that sets a member
+ * this version does not have asks for what it cannot do, and is told so
+ * rather than silently served without it.
+ */
+static int
+opts_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what,
+	     struct clip_error **reterr)
+{
+	uint32_t size;
+	int r = struct_copy_in(dst, dst_size, src, min_size);
+
+	if (r >= 0)
+		return 0;
+	memcpy(&size, src, sizeof(size));
+	if (r == -E2BIG && size > STRUCT_SIZE_MAX)
+		return error_set(reterr, r, "%s has %" PRIu32 " bytes, over %d", what, size,
+				 STRUCT_SIZE_MAX);
+	if (r == -E2BIG)
+		return error_set(reterr, r,
+				 "%s has %" PRIu32 " bytes, and sets a member past the %zu this "
+				 "libclip knows",
+				 what, size, dst_size);
+	return error_set(reterr, r, "%s has %" PRIu32 " bytes, less than its first version (%zu)",
+			 what, size, min_size);
+}
+
 CLIP_EXPORT int
 clip_mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_policy *policy,
 		  struct clip_audit *audit, const struct clip_mediator_opts *opts,
 		  struct clip_error **reterr)
 {
+	struct clip_mediator_opts o = { .size = sizeof(o) };
+	int r;
+
 	clip_assert_reterr(reterr);
 	ctx_assert_return_error(ctx, reterr);
 	ctx_assert_log_return(ctx, ret && policy && audit, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(ctx, !opts || opts->size >= sizeof(uint32_t),
-			      api_return(-EINVAL, reterr));
-	ctx_assert_log_return(ctx, !opts || (opts->label_flags & ~CLIP_LABEL_ROOTLESS) == 0,
+	ctx_assert_log_return(ctx, !opts || opts->size >= MEDIATOR_OPTS_SIZE_V1,
 			      api_return(-EINVAL, reterr));
 
-	return api_return(mediator_new(ret, ctx, policy, audit, opts, reterr), reterr);
+	if (opts) {
+		r = opts_copy_in(&o, sizeof(o), opts, MEDIATOR_OPTS_SIZE_V1,
+				 "struct clip_mediator_opts", reterr);
+		if (r < 0)
+			return api_return(r, reterr);
+		/* A caller built against the first version does not have the rates:
+		 * what follows its label_flags is its padding, not a rate. */
+		if (opts->size < offsetof(struct clip_mediator_opts, rate_burst) + sizeof(uint32_t))
+			o.rate_per_s = o.rate_burst = 0;
+	}
+	ctx_assert_log_return(ctx, (o.label_flags & ~CLIP_LABEL_ROOTLESS) == 0,
+			      api_return(-EINVAL, reterr));
+
+	return api_return(mediator_new(ret, ctx, policy, audit, &o, reterr), reterr);
 }
 
 CLIP_EXPORT struct clip_mediator *
@@ -300,17 +342,18 @@ clip_mediator_add_cage(struct clip_mediator *m, const struct clip_mediator_cage 
 	clip_assert_return(m, api_return(-EINVAL, reterr));
 	ctx_assert_return_error(m->ctx, reterr);
 	ctx_assert_log_return(
-		m->ctx,
-		cage && cage->size >= offsetof(struct clip_mediator_cage, rate_per_s) &&
-			cage->name && cage->level,
+		m->ctx, cage && cage->size >= MEDIATOR_CAGE_SIZE_V1 && cage->name && cage->level,
 		api_return(-EINVAL, reterr));
 	ctx_assert_log_return(m->ctx, cage->inbox_fd >= 0, api_return(-EBADF, reterr));
 
 	{
 		/* A caller built against the first version does not have the rate. */
-		struct clip_mediator_cage def = { 0 };
+		struct clip_mediator_cage def;
+		int r = opts_copy_in(&def, sizeof(def), cage, MEDIATOR_CAGE_SIZE_V1,
+				     "struct clip_mediator_cage", reterr);
 
-		memcpy(&def, cage, cage->size < sizeof(def) ? cage->size : sizeof(def));
+		if (r < 0)
+			return api_return(r, reterr);
 		if (cage->size < offsetof(struct clip_mediator_cage, rate_burst) + sizeof(uint32_t))
 			def.rate_per_s = def.rate_burst = 0;
 		return api_return(add_cage(m, &def, reterr), reterr);

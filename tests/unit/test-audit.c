@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -202,5 +203,72 @@ Test(audit, another_key_does_not_verify_and_one_writer_only)
 	assert_errno(clip_audit_open(&b, other, f.dfd, "other.log", 0, NULL), -EBUSY);
 	clip_audit_unref(a);
 	clip_ctx_unref(other);
+	log_teardown(&f);
+}
+
+/* What a newer header would pass: ours, then one more field. */
+struct newer_entry {
+	struct clip_audit_entry e;
+	const char *more;
+};
+
+Test(audit, a_newer_entry_whose_new_field_is_zero_is_recorded)
+{
+	struct log_fixture f;
+	struct clip_audit *a = NULL;
+	struct newer_entry n;
+	uint64_t count = 0;
+
+	log_setup(&f, 1);
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	memset(&n, 0, sizeof(n));
+	n.e.size = sizeof(n);
+	n.e.event = "request";
+	assert_errno(clip_audit_append(a, &n.e, NULL), 0);
+	clip_audit_unref(a);
+	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, &count, NULL), 0);
+	cr_assert_eq(count, 2);
+	log_teardown(&f);
+}
+
+Test(audit, a_newer_entry_whose_new_field_is_set_is_refused_and_not_recorded)
+{
+	struct log_fixture f;
+	struct clip_audit *a = NULL;
+	struct clip_error *e = NULL;
+	struct newer_entry n;
+	uint64_t count = 0;
+
+	log_setup(&f, 1);
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	memset(&n, 0, sizeof(n));
+	n.e.size = sizeof(n);
+	n.e.event = "request";
+	((uint8_t *)&n)[sizeof(n) - 1] = 1;
+	assert_errno(clip_audit_append(a, &n.e, &e), -E2BIG);
+	cr_assert(strstr(clip_error_get_message(e), "struct clip_audit_entry"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	clip_audit_unref(a);
+	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, &count, NULL), 0);
+	cr_assert_eq(count, 1, "nothing is recorded");
+	log_teardown(&f);
+}
+
+/* Today's entry is the first version: a smaller one is no version at all. */
+Test(audit, an_entry_smaller_than_the_first_version_is_refused)
+{
+	struct log_fixture f;
+	struct clip_audit *a = NULL;
+	struct clip_audit_entry e = { .size = offsetof(struct clip_audit_entry, reason),
+				      .event = "request" };
+	uint64_t count = 0;
+
+	log_setup(&f, 1);
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	assert_errno(clip_audit_append(a, &e, NULL), -EINVAL);
+	clip_audit_unref(a);
+	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, &count, NULL), 0);
+	cr_assert_eq(count, 1, "nothing is recorded");
 	log_teardown(&f);
 }

@@ -8,7 +8,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -21,6 +23,7 @@
 
 #include "helpers.h"
 #include "transfer/proto.h"
+#include "transfer/transfer-internal.h"
 
 static struct clip_policy *
 policy(const char *text)
@@ -568,4 +571,248 @@ Test(mediator, a_flood_is_refused_over_the_rate_and_audited_boundedly)
 	snprintf(want, sizeof(want), "reason=%u%%20more%%20requests%%20refused", refused - 1);
 	cr_assert(strstr(c.summary, want), "'%s' lacks '%s'", c.summary, want);
 	world_teardown(&w);
+}
+
+/* --- option structs of another version (struct_copy_in()) --- */
+
+/* What a mediator needs, no more: a context, an audit log, a policy. */
+struct bare {
+	char *dir;
+	struct clip_ctx *ctx;
+	struct clip_audit *audit;
+	struct clip_policy *policy;
+	int dfd;
+};
+
+static void
+bare_setup(struct bare *b)
+{
+	char path[600];
+
+	b->dir = test_tmpdir("tmpfs");
+	snprintf(path, sizeof(path), "%s/state", b->dir);
+	b->ctx = test_ctx(path);
+	b->dfd = open(b->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(b->dfd, 0);
+	cr_assert_eq(clip_audit_open(&b->audit, b->ctx, b->dfd, "audit.log", 0, NULL), 0);
+	b->policy = policy("low high ask\n");
+}
+
+static void
+bare_teardown(struct bare *b)
+{
+	clip_policy_unref(b->policy);
+	clip_audit_unref(b->audit);
+	clip_ctx_unref(b->ctx);
+	close(b->dfd);
+	free(b->dir);
+}
+
+/* A mediator whose own rates (4 per second, 5 at once) are not the defaults. */
+static struct clip_mediator *
+bare_mediator(struct bare *b)
+{
+	struct clip_mediator_opts o = { .size = sizeof(o), .rate_per_s = 4, .rate_burst = 5 };
+	struct clip_mediator *m = NULL;
+
+	cr_assert_eq(clip_mediator_new(&m, b->ctx, b->policy, b->audit, &o, NULL), 0);
+	return m;
+}
+
+/* What a newer header would pass: ours, then one more member. */
+struct newer_opts {
+	struct clip_mediator_opts o;
+	uint64_t more;
+};
+
+struct newer_cage {
+	struct clip_mediator_cage c;
+	uint64_t more;
+};
+
+/* The first versions: no rates. */
+struct opts_v1 {
+	uint32_t size;
+	uint32_t confirm_timeout_ms;
+	uint64_t max_size;
+	unsigned label_flags;
+};
+
+struct cage_v1 {
+	uint32_t size;
+	const char *name;
+	const struct clip_level *level;
+	int inbox_fd;
+	int socket_fd;
+	int check_uid;
+	uint32_t uid;
+};
+
+Test(mediator, newer_opts_whose_new_member_is_zero_are_taken)
+{
+	struct clip_mediator *m = NULL;
+	struct newer_opts n;
+	struct bare b;
+
+	bare_setup(&b);
+	memset(&n, 0, sizeof(n));
+	n.o.size = sizeof(n);
+	n.o.confirm_timeout_ms = 1234;
+	n.o.rate_per_s = 7;
+	assert_errno(clip_mediator_new(&m, b.ctx, b.policy, b.audit, &n.o, NULL), 0);
+	cr_assert_eq(m->opts.confirm_timeout_ms, 1234);
+	cr_assert_eq(m->opts.rate_per_s, 7);
+	clip_mediator_unref(m);
+	bare_teardown(&b);
+}
+
+Test(mediator, newer_opts_whose_new_member_is_set_are_refused)
+{
+	struct clip_mediator *m = NULL;
+	struct clip_error *e = NULL;
+	struct newer_opts n;
+	struct bare b;
+
+	bare_setup(&b);
+	memset(&n, 0, sizeof(n));
+	n.o.size = sizeof(n);
+	((uint8_t *)&n)[sizeof(n) - 1] = 1;
+	assert_errno(clip_mediator_new(&m, b.ctx, b.policy, b.audit, &n.o, &e), -E2BIG);
+	cr_assert_null(m, "*ret is left untouched");
+	cr_assert(strstr(clip_error_get_message(e), "struct clip_mediator_opts"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	bare_teardown(&b);
+}
+
+/* Its padding after label_flags, where rate_per_s now is, holds anything. */
+Test(mediator, first_version_opts_get_the_default_rates)
+{
+	union {
+		struct opts_v1 v1;
+		struct clip_mediator_opts o;
+	} u;
+	struct clip_mediator *m = NULL;
+	struct bare b;
+
+	bare_setup(&b);
+	memset(&u, 0xa5, sizeof(u));
+	u.v1.size = sizeof(u.v1);
+	u.v1.confirm_timeout_ms = 1234;
+	u.v1.max_size = 0;
+	u.v1.label_flags = 0;
+	assert_errno(clip_mediator_new(&m, b.ctx, b.policy, b.audit, &u.o, NULL), 0);
+	cr_assert_eq(m->opts.confirm_timeout_ms, 1234);
+	cr_assert_eq(m->opts.max_size, UINT64_C(4) << 30, "the default max_size");
+	cr_assert_eq(m->opts.rate_per_s, 20, "the default rate, got %" PRIu32, m->opts.rate_per_s);
+	cr_assert_eq(m->opts.rate_burst, 100, "the default burst, got %" PRIu32,
+		     m->opts.rate_burst);
+	clip_mediator_unref(m);
+	bare_teardown(&b);
+}
+
+Test(mediator, a_newer_cage_whose_new_member_is_zero_is_added)
+{
+	struct clip_level *l = lv("s0");
+	struct clip_mediator *m;
+	struct newer_cage n;
+	struct bare b;
+
+	bare_setup(&b);
+	m = bare_mediator(&b);
+	memset(&n, 0, sizeof(n));
+	n.c.size = sizeof(n);
+	n.c.name = "low";
+	n.c.level = l;
+	n.c.inbox_fd = b.dfd;
+	n.c.socket_fd = -1;
+	n.c.rate_per_s = 9;
+	assert_errno(clip_mediator_add_cage(m, &n.c, NULL), 0);
+	cr_assert_not_null(find_cage(m, "low"));
+	cr_assert_eq(find_cage(m, "low")->rate_per_s, 9);
+	clip_mediator_unref(m);
+	clip_level_unref(l);
+	bare_teardown(&b);
+}
+
+Test(mediator, a_newer_cage_whose_new_member_is_set_is_refused)
+{
+	struct clip_level *l = lv("s0");
+	struct clip_error *e = NULL;
+	struct clip_mediator *m;
+	struct newer_cage n;
+	struct bare b;
+
+	bare_setup(&b);
+	m = bare_mediator(&b);
+	memset(&n, 0, sizeof(n));
+	n.c.size = sizeof(n);
+	n.c.name = "low";
+	n.c.level = l;
+	n.c.inbox_fd = b.dfd;
+	n.c.socket_fd = -1;
+	((uint8_t *)&n)[sizeof(n) - 1] = 1;
+	assert_errno(clip_mediator_add_cage(m, &n.c, &e), -E2BIG);
+	cr_assert(strstr(clip_error_get_message(e), "struct clip_mediator_cage"), "%s",
+		  clip_error_get_message(e));
+	cr_assert_null(find_cage(m, "low"), "the cage is not added");
+	clip_error_free(e);
+	clip_mediator_unref(m);
+	clip_level_unref(l);
+	bare_teardown(&b);
+}
+
+/* What follows a first-version cage in the caller's memory is not read. */
+Test(mediator, a_first_version_cage_gets_the_mediators_rates)
+{
+	union {
+		struct cage_v1 v1;
+		struct clip_mediator_cage c;
+	} u;
+	struct clip_level *l = lv("s0");
+	struct clip_mediator *m;
+	struct bare b;
+
+	bare_setup(&b);
+	m = bare_mediator(&b);
+	memset(&u, 0xa5, sizeof(u));
+	u.v1.size = sizeof(u.v1);
+	u.v1.name = "low";
+	u.v1.level = l;
+	u.v1.inbox_fd = b.dfd;
+	u.v1.socket_fd = -1;
+	u.v1.check_uid = 0;
+	u.v1.uid = 0;
+	assert_errno(clip_mediator_add_cage(m, &u.c, NULL), 0);
+	cr_assert_not_null(find_cage(m, "low"));
+	cr_assert_eq(find_cage(m, "low")->rate_per_s, 4, "the mediator's rate");
+	cr_assert_eq(find_cage(m, "low")->rate_burst, 5, "the mediator's burst");
+	clip_mediator_unref(m);
+	clip_level_unref(l);
+	bare_teardown(&b);
+}
+
+Test(mediator, structs_shorter_than_their_first_version_are_refused)
+{
+	struct clip_mediator_opts o = { .size = offsetof(struct clip_mediator_opts, label_flags) };
+	struct clip_level *l = lv("s0");
+	struct clip_mediator *m = NULL;
+	struct clip_mediator_cage c;
+	struct bare b;
+
+	bare_setup(&b);
+	assert_errno(clip_mediator_new(&m, b.ctx, b.policy, b.audit, &o, NULL), -EINVAL);
+	cr_assert_null(m);
+	m = bare_mediator(&b);
+	memset(&c, 0, sizeof(c));
+	c.size = offsetof(struct clip_mediator_cage, uid);
+	c.name = "low";
+	c.level = l;
+	c.inbox_fd = b.dfd;
+	c.socket_fd = -1;
+	assert_errno(clip_mediator_add_cage(m, &c, NULL), -EINVAL);
+	cr_assert_null(find_cage(m, "low"));
+	clip_mediator_unref(m);
+	clip_level_unref(l);
+	bare_teardown(&b);
 }
