@@ -2,7 +2,7 @@
 /*
  * base: what every module stands on. The library context (ctx-internal.h),
  * errors (error.h), logging through the context's handler (log.h), small
- * helpers (util.h, macro.h, cleanup.h), dlopen() of optional libraries
+ * helpers (util.h, macro.h), dlopen() of optional libraries
  * (dl.h), libcrypto loaded when used (crypto.h) and strict UTF-8 (utf8.h).
  * Unlike the other modules' private headers, base's are for every module:
  * this one includes them all.
@@ -11,7 +11,6 @@
  */
 #pragma once
 
-#include "cleanup.h"
 #include "crypto.h"
 #include "ctx-internal.h"
 #include "dl.h"

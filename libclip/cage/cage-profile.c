@@ -20,7 +20,7 @@
 #include <clip/cage.h>
 
 #include "cage-internal.h"
-#include "base/cleanup.h"
+#include "base/macro.h"
 #include "base/error.h"
 #include "base/util.h"
 

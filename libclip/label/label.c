@@ -18,7 +18,7 @@
 #include <clip/label.h>
 #include <clip/level.h>
 
-#include "base/cleanup.h"
+#include "base/macro.h"
 #include "base/crypto.h"
 #include "base/ctx-internal.h"
 #include "base/error.h"

@@ -17,7 +17,7 @@
 #include <clip/level.h>
 #include <clip/selinux.h>
 
-#include "base/cleanup.h"
+#include "base/macro.h"
 #include "base/dl.h"
 #include "base/error.h"
 

@@ -15,7 +15,6 @@
 
 #include <clip/level.h>
 
-#include "base/cleanup.h"
 #include "base/error.h"
 #include "base/macro.h"
 #include "level-internal.h"

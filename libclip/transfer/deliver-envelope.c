@@ -47,7 +47,7 @@ envelope_begin(EVP_CIPHER_CTX *c, const uint8_t *key, const char *aad, int out_f
 	    !sym_EVP_EncryptUpdate(c, NULL, &len, head, sizeof(head)) ||
 	    !sym_EVP_EncryptUpdate(c, NULL, &len, (const uint8_t *)aad, (int)strlen(aad)))
 		return error_set(reterr, -EIO, "cannot start the envelope");
-	return write_out(out_fd, head, sizeof(head), reterr);
+	return deliver_write_out(out_fd, head, sizeof(head), reterr);
 }
 
 int
@@ -59,9 +59,9 @@ envelope_end(EVP_CIPHER_CTX *c, int out_fd, struct clip_error **reterr)
 	if (!sym_EVP_EncryptFinal_ex(c, rest, &len) ||
 	    !sym_EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, sizeof(tag), tag))
 		return error_set(reterr, -EIO, "cannot seal the envelope");
-	if (len > 0 && write_out(out_fd, rest, (size_t)len, reterr) < 0)
+	if (len > 0 && deliver_write_out(out_fd, rest, (size_t)len, reterr) < 0)
 		return -EIO;
-	return write_out(out_fd, tag, sizeof(tag), reterr);
+	return deliver_write_out(out_fd, tag, sizeof(tag), reterr);
 }
 
 /* Sealing may create the master key; opening never does (no key: -ENOKEY). */

@@ -75,7 +75,7 @@ inbox_error(struct clip_error **reterr, int r)
 }
 
 int
-write_out(int fd, const void *p, size_t n, struct clip_error **reterr)
+deliver_write_out(int fd, const void *p, size_t n, struct clip_error **reterr)
 {
 	int r = write_full(fd, p, n);
 
@@ -267,7 +267,7 @@ copy_small(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c
 
 		if (n < 0)
 			return (int)n;
-		r = write_out(out_fd, c ? out : in, (size_t)n, reterr);
+		r = deliver_write_out(out_fd, c ? out : in, (size_t)n, reterr);
 		if (r < 0)
 			return r;
 		off += (uint64_t)n;

@@ -24,9 +24,9 @@
 #include "base/util.h"
 
 void
-pending_free(struct clip_mediator *m, struct pending *p)
+mediator_pending_free(struct clip_mediator *m, struct pending *p)
 {
-	unwatch_close(m, &p->src);
+	mediator_unwatch_close(m, &p->src);
 	deliver_abort(&p->d);
 	if (p->conn)
 		p->conn->n_pending--;
@@ -55,7 +55,7 @@ clip_mediator_add_agent_socket(struct clip_mediator *m, int socket_fd, struct cl
 	ctx_assert_log_return(m->ctx, socket_fd >= 0, api_return(-EBADF, reterr));
 	ctx_assert_log_return(m->ctx, m->agent_listen.fd < 0, api_return(-EINVAL, reterr));
 
-	if (is_listening_seqpacket(socket_fd) <= 0)
+	if (mediator_is_listening_seqpacket(socket_fd) <= 0)
 		return api_return(error_set(reterr, -EBADF,
 					    "the agent socket is not a listening "
 					    "SOCK_SEQPACKET socket"),
@@ -63,8 +63,9 @@ clip_mediator_add_agent_socket(struct clip_mediator *m, int socket_fd, struct cl
 	m->agent_listen.fd = fcntl(socket_fd, F_DUPFD_CLOEXEC, 3);
 	if (m->agent_listen.fd < 0)
 		return api_return(-errno, reterr);
-	r = fcntl(m->agent_listen.fd, F_SETFL, O_NONBLOCK) < 0 ? -errno
-							       : watch(m, &m->agent_listen);
+	r = fcntl(m->agent_listen.fd, F_SETFL, O_NONBLOCK) < 0
+		    ? -errno
+		    : mediator_watch(m, &m->agent_listen);
 	if (r < 0) {
 		close(m->agent_listen.fd);
 		m->agent_listen.fd = -1;
@@ -73,7 +74,7 @@ clip_mediator_add_agent_socket(struct clip_mediator *m, int socket_fd, struct cl
 }
 
 int
-ask(struct clip_mediator *m, struct pending *p, const char *note)
+mediator_ask(struct clip_mediator *m, struct pending *p, const char *note)
 {
 	struct proto_msg msg = { .type = PROTO_PROMPT, .fd = -1 };
 	struct itimerspec its = { 0 };
@@ -89,7 +90,7 @@ ask(struct clip_mediator *m, struct pending *p, const char *note)
 	its.it_value.tv_nsec = (long)(m->opts.confirm_timeout_ms % 1000) * 1000000;
 	if (timerfd_settime(p->src.fd, 0, &its, NULL) < 0)
 		return -errno;
-	r = watch(m, &p->src);
+	r = mediator_watch(m, &p->src);
 	if (r < 0)
 		return r;
 	msg.prompt.id = p->id;
@@ -116,32 +117,34 @@ answer(struct clip_mediator *m, struct pending *p, enum proto_status status, con
 	struct outcome o = { 0 };
 	struct conn *c = p->conn;
 
-	/* Detached first: finish() may close the connection (a requester that does not read). */
+	/* Detached first: mediator_finish() may close the connection (a requester that does not read). */
 	pending_unlink(m, p);
 	if (c)
 		c->n_pending--;
 	p->conn = NULL;
-	outcome_set(&o, status, 0, status == PROTO_STATUS_DELIVERED ? "allow" : "deny", by, reason);
-	finish(m, c, p->client_id, p->source, p->target, p->target->name, p->name, &p->d, &o);
-	pending_free(m, p);
+	mediator_outcome_set(&o, status, 0, status == PROTO_STATUS_DELIVERED ? "allow" : "deny", by,
+			     reason);
+	mediator_finish(m, c, p->client_id, p->source, p->target, p->target->name, p->name, &p->d,
+			&o);
+	mediator_pending_free(m, p);
 }
 
 static void
 agent_gone(struct clip_mediator *m)
 {
-	unwatch_close(m, &m->agent);
+	mediator_unwatch_close(m, &m->agent);
 	while (m->pending)
 		answer(m, m->pending, PROTO_STATUS_DENIED_USER, "mediator",
 		       "the confirmation agent went away");
 }
 
 void
-handle_agent_listen(struct clip_mediator *m)
+mediator_agent_listen(struct clip_mediator *m)
 {
 	struct ucred cred;
 	int fd;
 
-	fd = accept_peer(m->agent_listen.fd, &cred);
+	fd = mediator_accept_peer(m->agent_listen.fd, &cred);
 	if (fd < 0)
 		return;
 	if (cred.uid != 0 && cred.uid != geteuid()) {
@@ -153,15 +156,15 @@ handle_agent_listen(struct clip_mediator *m)
 	if (m->agent.fd >= 0)
 		agent_gone(m);
 	m->agent.fd = fd;
-	if (watch(m, &m->agent) < 0 ||
+	if (mediator_watch(m, &m->agent) < 0 ||
 	    proto_send(fd, &(struct proto_msg){ .type = PROTO_HELLO, .fd = -1 }, NULL) < 0)
-		unwatch_close(m, &m->agent);
+		mediator_unwatch_close(m, &m->agent);
 	else
 		log_info(m->ctx, "confirmation agent connected (pid %d)", (int)cred.pid);
 }
 
 void
-handle_agent(struct clip_mediator *m)
+mediator_agent_handle(struct clip_mediator *m)
 {
 	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
 	struct proto_msg msg;
@@ -194,7 +197,7 @@ handle_agent(struct clip_mediator *m)
 }
 
 void
-handle_timer(struct clip_mediator *m, struct pending *p)
+mediator_handle_timer(struct clip_mediator *m, struct pending *p)
 {
 	char reason[96];
 

@@ -63,23 +63,7 @@ job_log(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
 static int
 job_filter_ctx(struct clip_mediator *m, struct job *j)
 {
-	struct clip_ctx *ctx = NULL;
-	int r;
-
-	r = clip_ctx_new(&ctx);
-	if (r < 0)
-		return r;
-	r = clip_ctx_set_state_dir(ctx, clip_ctx_get_state_dir(m->ctx));
-	if (r < 0) {
-		clip_ctx_unref(ctx);
-		return r;
-	}
-	ctx->key_provider = m->ctx->key_provider;
-	ctx->tpm = m->ctx->tpm;
-	clip_ctx_set_log_priority(ctx, clip_ctx_get_log_priority(m->ctx));
-	clip_ctx_set_log_fn(ctx, job_log, j);
-	j->filter_ctx = ctx;
-	return 0;
+	return ctx_new_worker(m->ctx, job_log, j, &j->filter_ctx);
 }
 
 /* A worker: only its job's fds, buffers and context, nothing of the mediator's. */
@@ -136,7 +120,7 @@ jobs_schedule(struct clip_mediator *m)
 
 /* Teardown: stop the workers, drop what they read (unnamed: it vanishes). */
 void
-jobs_stop(struct clip_mediator *m)
+mediator_jobs_stop(struct clip_mediator *m)
 {
 	/* A forked child inherited the jobs but not the threads. */
 	bool ours = getpid() == m->pid;
@@ -180,24 +164,25 @@ conn_pause(struct clip_mediator *m, struct conn *c)
 
 /* Queue the delivery of @msg's document; takes the fd. */
 void
-job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg, struct cage *target,
-	   const struct policy_rule *rule, enum proto_direction dir, const char *by,
-	   const uint8_t *key)
+mediator_job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg,
+		    struct cage *target, const struct policy_rule *rule, enum proto_direction dir,
+		    const char *by, const uint8_t *key)
 {
 	const struct proto_request *q = &msg->request;
 	struct outcome o = { 0 };
 	struct job *j, **tail;
 
 	if (m->n_jobs >= JOBS_MAX) {
-		outcome_set(&o, PROTO_STATUS_FAILED, -EBUSY, "failed", "mediator",
-			    "the mediator is busy (too many transfers in progress): try again");
-		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		mediator_outcome_set(
+			&o, PROTO_STATUS_FAILED, -EBUSY, "failed", "mediator",
+			"the mediator is busy (too many transfers in progress): try again");
+		mediator_finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
 		return;
 	}
 	j = calloc(1, sizeof(*j));
 	if (!j) {
-		outcome_error(&o, -ENOMEM, NULL, "cannot take the document");
-		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		mediator_outcome_error(&o, -ENOMEM, NULL, "cannot take the document");
+		mediator_finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
 		return;
 	}
 	j->src_fd = msg->fd;
@@ -212,8 +197,8 @@ job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg, struc
 	snprintf(j->aad, sizeof(j->aad), "%s", target->name);
 	j->filter = rule->filter;
 	if (j->filter && job_filter_ctx(m, j) < 0) {
-		outcome_error(&o, -ENOMEM, NULL, "cannot run the filter");
-		finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
+		mediator_outcome_error(&o, -ENOMEM, NULL, "cannot run the filter");
+		mediator_finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
 		job_free(j);
 		return;
 	}
@@ -248,40 +233,41 @@ job_finish(struct clip_mediator *m, struct job *j)
 	int r;
 
 	if (j->r == -EFBIG || j->r == -EPERM) {
-		outcome_set(&o, PROTO_STATUS_DENIED_POLICY, j->r, "deny", j->by,
-			    j->error ? clip_error_get_message(j->error) : strerror(-j->r));
-		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
-		       &o);
+		mediator_outcome_set(&o, PROTO_STATUS_DENIED_POLICY, j->r, "deny", j->by,
+				     j->error ? clip_error_get_message(j->error) : strerror(-j->r));
+		mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name,
+				&j->d, &o);
 		return;
 	}
 	if (j->r < 0) {
-		outcome_error(&o, j->r, j->error, "cannot take the document");
-		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
-		       &o);
+		mediator_outcome_error(&o, j->r, j->error, "cannot take the document");
+		mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name,
+				&j->d, &o);
 		return;
 	}
 	if (j->rule->action == POLICY_ALLOW) {
-		outcome_set(&o, PROTO_STATUS_DELIVERED, 0, "allow", j->by, "allowed by policy");
-		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
-		       &o);
+		mediator_outcome_set(&o, PROTO_STATUS_DELIVERED, 0, "allow", j->by,
+				     "allowed by policy");
+		mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name,
+				&j->d, &o);
 		return;
 	}
 
 	/* ask */
 	if (m->agent.fd < 0 || (c && c->n_pending >= PENDING_PER_CONN) ||
 	    m->n_pending >= PENDING_MAX) {
-		outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
-			    m->agent.fd < 0 ? "no confirmation agent is running"
-					    : "too many questions waiting for the user");
-		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
-		       &o);
+		mediator_outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
+				     m->agent.fd < 0 ? "no confirmation agent is running"
+						     : "too many questions waiting for the user");
+		mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name,
+				&j->d, &o);
 		return;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		outcome_error(&o, -ENOMEM, NULL, "cannot ask");
-		finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name, &j->d,
-		       &o);
+		mediator_outcome_error(&o, -ENOMEM, NULL, "cannot ask");
+		mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name,
+				&j->d, &o);
 		return;
 	}
 	p->src.fd = -1;
@@ -296,16 +282,16 @@ job_finish(struct clip_mediator *m, struct job *j)
 	snprintf(p->name, sizeof(p->name), "%s", j->name);
 	if (c)
 		c->n_pending++;
-	r = ask(m, p, j->note);
+	r = mediator_ask(m, p, j->note);
 	if (r < 0) {
 		if (c)
 			c->n_pending--;
 		p->conn = NULL;
-		outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
-			    "the confirmation agent cannot be reached");
-		finish(m, c, p->client_id, p->source, p->target, p->target->name, p->name, &p->d,
-		       &o);
-		pending_free(m, p);
+		mediator_outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
+				     "the confirmation agent cannot be reached");
+		mediator_finish(m, c, p->client_id, p->source, p->target, p->target->name, p->name,
+				&p->d, &o);
+		mediator_pending_free(m, p);
 		return;
 	}
 	p->next = m->pending;
@@ -315,7 +301,7 @@ job_finish(struct clip_mediator *m, struct job *j)
 
 /* A worker is done: the rest happens here, on the loop's thread. */
 void
-handle_done(struct clip_mediator *m)
+mediator_handle_done(struct clip_mediator *m)
 {
 	struct job *j;
 	struct conn *c;
@@ -338,8 +324,8 @@ handle_done(struct clip_mediator *m)
 	c = j->conn;
 	if (c && c->n_jobs-- == JOBS_PER_CONN && c->paused) {
 		c->paused = false;
-		if (watch(m, &c->src) < 0) {
-			conn_close(m, c);
+		if (mediator_watch(m, &c->src) < 0) {
+			mediator_conn_close(m, c);
 			j->conn = NULL;
 		}
 	}

@@ -36,7 +36,7 @@ rate_take(struct cage *c, uint64_t now, uint32_t *ret_wait_ms)
 
 /* Record the refusals not recorded yet (at most one record per window). */
 void
-rate_flush(struct clip_mediator *m, struct cage *c)
+mediator_rate_flush(struct clip_mediator *m, struct cage *c)
 {
 	char reason[128];
 
@@ -44,7 +44,8 @@ rate_flush(struct clip_mediator *m, struct cage *c)
 		return;
 	snprintf(reason, sizeof(reason), "%" PRIu64 " more requests refused over the rate limit",
 		 c->limit_suppressed);
-	(void)audit_record(m, "limited", c, NULL, NULL, NULL, NULL, "deny", "mediator", reason);
+	(void)mediator_audit_record(m, "limited", c, NULL, NULL, NULL, NULL, "deny", "mediator",
+				    reason);
 	c->limit_suppressed = 0;
 }
 
@@ -55,8 +56,8 @@ rate_flush(struct clip_mediator *m, struct cage *c)
  * requests must not become a flood of records.
  */
 bool
-rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *q, char *reason,
-	   size_t size)
+mediator_rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *q,
+		    char *reason, size_t size)
 {
 	struct cage *cage = c->cage;
 	uint64_t now = now_ns();
@@ -67,7 +68,7 @@ rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *
 
 	if (rate_take(cage, now, &wait_ms)) {
 		if (window_over && cage->limit_suppressed) {
-			rate_flush(m, cage);
+			mediator_rate_flush(m, cage);
 			cage->limit_audited_ns = now;
 		}
 		return true;
@@ -86,9 +87,9 @@ rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *
 			 cage->limit_suppressed);
 	else
 		snprintf(text, sizeof(text), "%s", reason);
-	(void)audit_record(m, "limited", cage, q ? find_cage(m, q->target) : NULL,
-			   q ? q->target : NULL, q ? q->name : NULL, NULL, "deny", "mediator",
-			   text);
+	(void)mediator_audit_record(m, "limited", cage, q ? mediator_find_cage(m, q->target) : NULL,
+				    q ? q->target : NULL, q ? q->name : NULL, NULL, "deny",
+				    "mediator", text);
 	log_notice(m->ctx, "cage '%s' is over its rate limit", cage->name);
 	cage->limit_audited_ns = now;
 	cage->limit_suppressed = 0;

@@ -26,7 +26,7 @@
 #include <clip/label.h>
 #include <clip/mediator.h>
 
-#include "base/cleanup.h"
+#include "base/macro.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "proto.h"
@@ -44,7 +44,7 @@
 #define MEDIATOR_CAGE_SIZE_V1 (offsetof(struct clip_mediator_cage, uid) + sizeof(uint32_t))
 
 int
-watch(struct clip_mediator *m, struct source *s)
+mediator_watch(struct clip_mediator *m, struct source *s)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = s };
 
@@ -52,7 +52,7 @@ watch(struct clip_mediator *m, struct source *s)
 }
 
 void
-unwatch_close(struct clip_mediator *m, struct source *s)
+mediator_unwatch_close(struct clip_mediator *m, struct source *s)
 {
 	if (s->fd < 0)
 		return;
@@ -62,7 +62,7 @@ unwatch_close(struct clip_mediator *m, struct source *s)
 }
 
 void
-conn_close(struct clip_mediator *m, struct conn *c)
+mediator_conn_close(struct clip_mediator *m, struct conn *c)
 {
 	for (struct pending *p = m->pending; p; p = p->next)
 		if (p->conn == c)
@@ -76,37 +76,37 @@ conn_close(struct clip_mediator *m, struct conn *c)
 			m->n_conns--;
 			break;
 		}
-	unwatch_close(m, &c->src);
+	mediator_unwatch_close(m, &c->src);
 	free(c);
 }
 
 static struct clip_mediator *
 mediator_free(struct clip_mediator *m)
 {
-	jobs_stop(m);
+	mediator_jobs_stop(m);
 	for (size_t i = 0; i < m->n_cages; i++)
-		rate_flush(m, m->cages[i]);
+		mediator_rate_flush(m, m->cages[i]);
 	while (m->pending) {
 		struct pending *p = m->pending;
 
 		m->pending = p->next;
-		pending_free(m, p);
+		mediator_pending_free(m, p);
 	}
 	while (m->conns)
-		conn_close(m, m->conns);
+		mediator_conn_close(m, m->conns);
 	for (size_t i = 0; i < m->n_cages; i++) {
 		struct cage *c = m->cages[i];
 
-		unwatch_close(m, &c->src);
+		mediator_unwatch_close(m, &c->src);
 		if (c->inbox_fd >= 0)
 			close(c->inbox_fd);
 		clip_level_unref(c->level);
 		free(c->level_text);
 		free(c);
 	}
-	unwatch_close(m, &m->agent);
-	unwatch_close(m, &m->agent_listen);
-	unwatch_close(m, &m->done);
+	mediator_unwatch_close(m, &m->agent);
+	mediator_unwatch_close(m, &m->agent_listen);
+	mediator_unwatch_close(m, &m->done);
 	if (m->done_write >= 0)
 		close(m->done_write);
 	if (m->epfd >= 0)
@@ -162,7 +162,7 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 		m->done.fd = p[0];
 		m->done_write = p[1];
 	}
-	r = fcntl(m->done.fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : watch(m, &m->done);
+	r = fcntl(m->done.fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : mediator_watch(m, &m->done);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot watch the workers' pipe");
 	*ret = steal_ptr(m);
@@ -257,7 +257,7 @@ check_policy(struct clip_mediator *m, struct clip_error **reterr)
 }
 
 int
-is_listening_seqpacket(int fd)
+mediator_is_listening_seqpacket(int fd)
 {
 	int type = 0, listening = 0;
 	socklen_t len = sizeof(type);
@@ -287,7 +287,7 @@ add_cage(struct clip_mediator *m, const struct clip_mediator_cage *def, struct c
 	if (fstat(def->inbox_fd, &st) < 0 || !S_ISDIR(st.st_mode))
 		return error_set(reterr, -EBADF, "the inbox of cage '%s' is not a directory",
 				 def->name);
-	r = def->socket_fd < 0 ? 1 : is_listening_seqpacket(def->socket_fd);
+	r = def->socket_fd < 0 ? 1 : mediator_is_listening_seqpacket(def->socket_fd);
 	if (r <= 0)
 		return error_set(reterr, -EBADF,
 				 "the socket of cage '%s' is not a listening SOCK_SEQPACKET socket",
@@ -318,7 +318,7 @@ add_cage(struct clip_mediator *m, const struct clip_mediator_cage *def, struct c
 	if (r >= 0 && c->src.fd >= 0 && fcntl(c->src.fd, F_SETFL, O_NONBLOCK) < 0)
 		r = -errno;
 	if (r >= 0 && c->src.fd >= 0)
-		r = watch(m, &c->src);
+		r = mediator_watch(m, &c->src);
 	if (r < 0) {
 		m->n_cages--;
 		if (c->inbox_fd >= 0)
@@ -390,14 +390,15 @@ reply(struct clip_mediator *m, struct conn *c, uint64_t client_id, const struct 
 		/* A requester that does not read its answers is dropped. */
 		log_notice(m->ctx, "cage '%s': cannot answer request %" PRIu64 ", closing",
 			   c->cage->name, client_id);
-		conn_close(m, c);
+		mediator_conn_close(m, c);
 	}
 }
 
 int
-audit_record(struct clip_mediator *m, const char *event, const struct cage *source,
-	     const struct cage *target, const char *target_name, const char *name,
-	     const struct delivery *d, const char *decision, const char *by, const char *reason)
+mediator_audit_record(struct clip_mediator *m, const char *event, const struct cage *source,
+		      const struct cage *target, const char *target_name, const char *name,
+		      const struct delivery *d, const char *decision, const char *by,
+		      const char *reason)
 {
 	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
 	struct clip_audit_entry e = {
@@ -424,8 +425,8 @@ audit_record(struct clip_mediator *m, const char *event, const struct cage *sour
 }
 
 void
-outcome_set(struct outcome *o, enum proto_status status, int error, const char *decision,
-	    const char *by, const char *reason)
+mediator_outcome_set(struct outcome *o, enum proto_status status, int error, const char *decision,
+		     const char *by, const char *reason)
 {
 	o->status = status;
 	o->error = error;
@@ -435,40 +436,40 @@ outcome_set(struct outcome *o, enum proto_status status, int error, const char *
 }
 
 void
-outcome_error(struct outcome *o, int r, struct clip_error *error, const char *what)
+mediator_outcome_error(struct outcome *o, int r, struct clip_error *error, const char *what)
 {
 	char text[PROTO_TEXT_MAX + 1];
 
 	snprintf(text, sizeof(text), "%s: %s", what,
 		 error ? clip_error_get_message(error) : strerror(-r));
-	outcome_set(o, PROTO_STATUS_FAILED, r, "failed", "mediator", text);
+	mediator_outcome_set(o, PROTO_STATUS_FAILED, r, "failed", "mediator", text);
 }
 
 /* Record the decision, then (only then) link the document in. */
 void
-finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, struct cage *source,
-       struct cage *target, const char *target_name, const char *name, struct delivery *d,
-       struct outcome *o)
+mediator_finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, struct cage *source,
+		struct cage *target, const char *target_name, const char *name, struct delivery *d,
+		struct outcome *o)
 {
 	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
 	bool deliver = o->status == PROTO_STATUS_DELIVERED;
 	int r;
 
-	r = audit_record(m, "decision", source, target, target_name, name, d,
-			 deliver ? "allow" : o->decision, o->by, o->reason);
+	r = mediator_audit_record(m, "decision", source, target, target_name, name, d,
+				  deliver ? "allow" : o->decision, o->by, o->reason);
 	if (r < 0) {
 		deliver = false;
-		outcome_set(o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
-			    "the audit log cannot be written");
+		mediator_outcome_set(o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
+				     "the audit log cannot be written");
 	}
 	if (deliver) {
 		r = deliver_commit(m->ctx, d, target->inbox_fd, name, target->level,
 				   m->opts.label_flags, o->delivered, &error);
 		if (r < 0) {
-			outcome_error(o, r, error, "delivery failed");
+			mediator_outcome_error(o, r, error, "delivery failed");
 			o->delivered[0] = '\0';
-			(void)audit_record(m, "failed", source, target, target_name, name, d,
-					   "failed", "mediator", o->reason);
+			(void)mediator_audit_record(m, "failed", source, target, target_name, name,
+						    d, "failed", "mediator", o->reason);
 		} else
 			log_info(m->ctx, "delivered '%s' from '%s' to '%s'", o->delivered,
 				 source->name, target->name);
@@ -479,7 +480,7 @@ finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, struct cage 
 }
 
 struct cage *
-find_cage(struct clip_mediator *m, const char *name)
+mediator_find_cage(struct clip_mediator *m, const char *name)
 {
 	for (size_t i = 0; i < m->n_cages; i++)
 		if (strcmp(m->cages[i]->name, name) == 0)
@@ -492,7 +493,7 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 {
 	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
 	const struct proto_request *q = &msg->request;
-	struct cage *source = c->cage, *target = find_cage(m, q->target);
+	struct cage *source = c->cage, *target = mediator_find_cage(m, q->target);
 	struct outcome o = { 0 };
 	const struct policy_rule *rule = NULL;
 	enum proto_direction dir = PROTO_DIRECTION_INCOMPARABLE;
@@ -500,10 +501,10 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 	char by[300];
 	int r;
 
-	if (audit_record(m, "request", source, target, q->target, q->name, NULL, "-", "-",
-			 q->note) < 0) {
-		outcome_set(&o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
-			    "the audit log cannot be written");
+	if (mediator_audit_record(m, "request", source, target, q->target, q->name, NULL, "-", "-",
+				  q->note) < 0) {
+		mediator_outcome_set(&o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
+				     "the audit log cannot be written");
 		reply(m, c, q->id, &o, NULL);
 		return;
 	}
@@ -517,18 +518,19 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 	else
 		snprintf(by, sizeof(by), "policy default");
 	if (!target)
-		outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", "mediator", "no such cage");
+		mediator_outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", "mediator",
+				     "no such cage");
 	else if (!rule || rule->action == POLICY_DENY)
-		outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", by,
-			    dir == PROTO_DIRECTION_INCOMPARABLE ? "incomparable levels"
-			    : rule                              ? "a deny rule"
-								: "no rule allows it");
+		mediator_outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", by,
+				     dir == PROTO_DIRECTION_INCOMPARABLE ? "incomparable levels"
+				     : rule                              ? "a deny rule"
+									 : "no rule allows it");
 	else if (rule->action == POLICY_ALLOW &&
 		 clip_level_dominates(target->level, source->level) != 1)
 		/* Unreachable: the parser and add_cage refuse such a rule. Kept as a fuse. */
-		outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", by, "a downgrade");
+		mediator_outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", by, "a downgrade");
 	if (o.decision) {
-		finish(m, c, q->id, source, target, q->target, q->name, NULL, &o);
+		mediator_finish(m, c, q->id, source, target, q->target, q->name, NULL, &o);
 		return;
 	}
 
@@ -536,12 +538,12 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 	if (rule->encrypt) {
 		r = envelope_key(m->ctx, target->name, key, &error);
 		if (r < 0) {
-			outcome_error(&o, r, error, "cannot seal an envelope");
-			finish(m, c, q->id, source, target, q->target, q->name, NULL, &o);
+			mediator_outcome_error(&o, r, error, "cannot seal an envelope");
+			mediator_finish(m, c, q->id, source, target, q->target, q->name, NULL, &o);
 			return;
 		}
 	}
-	job_submit(m, c, msg, target, rule, dir, by, rule->encrypt ? key : NULL);
+	mediator_job_submit(m, c, msg, target, rule, dir, by, rule->encrypt ? key : NULL);
 	secure_wipe(key, sizeof(key));
 }
 
@@ -557,19 +559,20 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 	if (r == -EAGAIN)
 		return;
 	if (r == -ECONNRESET) {
-		conn_close(m, c);
+		mediator_conn_close(m, c);
 		return;
 	}
 	/* Any message costs a token, a broken one too: each would be a record. */
-	if (!rate_check(m, c, r == 0 && msg.type == PROTO_REQUEST ? &msg.request : NULL, reason,
-			sizeof(reason))) {
+	if (!mediator_rate_check(m, c, r == 0 && msg.type == PROTO_REQUEST ? &msg.request : NULL,
+				 reason, sizeof(reason))) {
 		if (r == 0 && msg.type == PROTO_REQUEST) {
 			struct outcome o = { 0 };
 
-			outcome_set(&o, PROTO_STATUS_FAILED, -EAGAIN, "deny", "mediator", reason);
+			mediator_outcome_set(&o, PROTO_STATUS_FAILED, -EAGAIN, "deny", "mediator",
+					     reason);
 			reply(m, c, msg.request.id, &o, NULL);
 		} else
-			conn_close(m, c);
+			mediator_conn_close(m, c);
 		if (r == 0)
 			proto_msg_done(&msg);
 		return;
@@ -582,9 +585,9 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 		/* Hostile or broken: audited, then the connection is closed. */
 		log_warning(m->ctx, "cage '%s' (pid %d): %s", c->cage->name, (int)c->cred.pid,
 			    clip_error_get_message(error));
-		(void)audit_record(m, "rejected", c->cage, NULL, NULL, NULL, NULL, "deny",
-				   "mediator", clip_error_get_message(error));
-		conn_close(m, c);
+		(void)mediator_audit_record(m, "rejected", c->cage, NULL, NULL, NULL, NULL, "deny",
+					    "mediator", clip_error_get_message(error));
+		mediator_conn_close(m, c);
 		return;
 	}
 	handle_request(m, c, &msg);
@@ -592,7 +595,7 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 }
 
 int
-accept_peer(int listen_fd, struct ucred *cred)
+mediator_accept_peer(int listen_fd, struct ucred *cred)
 {
 	socklen_t len = sizeof(*cred);
 	int fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -627,7 +630,7 @@ conn_add(struct clip_mediator *m, struct cage *cage, int fd, const struct ucred 
 	c->src = (struct source){ SOURCE_CONN, fd };
 	c->cage = cage;
 	c->cred = *cred;
-	r = watch(m, &c->src);
+	r = mediator_watch(m, &c->src);
 	if (r < 0) {
 		close(fd);
 		free(c);
@@ -645,7 +648,7 @@ handle_cage_listen(struct clip_mediator *m, struct cage *cage)
 	struct ucred cred;
 	int fd;
 
-	fd = accept_peer(cage->src.fd, &cred);
+	fd = mediator_accept_peer(cage->src.fd, &cred);
 	if (fd >= 0)
 		(void)conn_add(m, cage, fd, &cred);
 }
@@ -653,7 +656,7 @@ handle_cage_listen(struct clip_mediator *m, struct cage *cage)
 static int
 add_connection(struct clip_mediator *m, const char *name, int fd, struct clip_error **reterr)
 {
-	struct cage *cage = find_cage(m, name);
+	struct cage *cage = mediator_find_cage(m, name);
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	int type = 0, r;
@@ -716,16 +719,16 @@ mediator_dispatch(struct clip_mediator *m, struct clip_error **reterr)
 		handle_conn(m, (struct conn *)s);
 		break;
 	case SOURCE_AGENT_LISTEN:
-		handle_agent_listen(m);
+		mediator_agent_listen(m);
 		break;
 	case SOURCE_AGENT:
-		handle_agent(m);
+		mediator_agent_handle(m);
 		break;
 	case SOURCE_TIMER:
-		handle_timer(m, (struct pending *)s);
+		mediator_handle_timer(m, (struct pending *)s);
 		break;
 	case SOURCE_DONE:
-		handle_done(m);
+		mediator_handle_done(m);
 		break;
 	}
 	return 1;

@@ -11,7 +11,7 @@
 
 #include <clip/mediator.h>
 
-#include "base/cleanup.h"
+#include "base/macro.h"
 #include "base/error.h"
 #include "transfer-internal.h"
 

@@ -189,7 +189,7 @@ void deliver_abort(struct delivery *d);
 void deliver_sanitize_name(const char *untrusted_name, char out[DELIVER_NAME_MAX + 1]);
 
 /* Write @n bytes into the target inbox: 0, or -ENOSPC, -EDQUOT (it is full), -errno. */
-int write_out(int fd, const void *p, size_t n, struct clip_error **reterr);
+int deliver_write_out(int fd, const void *p, size_t n, struct clip_error **reterr);
 
 /*
  * Start an envelope in @out_fd: its header (magic, random nonce) written,
@@ -199,7 +199,7 @@ int write_out(int fd, const void *p, size_t n, struct clip_error **reterr);
 int envelope_begin(EVP_CIPHER_CTX *c, const uint8_t *key, const char *aad, int out_fd,
 		   struct clip_error **reterr);
 
-/* Finish the envelope @c writes into @out_fd: the tag. 0, -EIO, or write_out()'s errors. */
+/* Finish the envelope @c writes into @out_fd: the tag. 0, -EIO, or deliver_write_out()'s errors. */
 int envelope_end(EVP_CIPHER_CTX *c, int out_fd, struct clip_error **reterr);
 
 /* The per-target envelope key (HMAC of the envelope key and @target). */
@@ -268,7 +268,7 @@ struct conn {
 
 enum job_state {
 	JOB_QUEUED,
-	JOB_RUNNING, /* counted in n_running until handle_done() */
+	JOB_RUNNING, /* counted in n_running until mediator_handle_done() */
 };
 
 /*
@@ -360,55 +360,55 @@ struct outcome {
 };
 
 /* Watch @s on the mediator's epoll fd: 0 or -errno. */
-int watch(struct clip_mediator *m, struct source *s);
+int mediator_watch(struct clip_mediator *m, struct source *s);
 /* Stop watching @s and close its fd, if any. */
-void unwatch_close(struct clip_mediator *m, struct source *s);
+void mediator_unwatch_close(struct clip_mediator *m, struct source *s);
 /* Forget @c: its questions and jobs go on, answered to no one. */
-void conn_close(struct clip_mediator *m, struct conn *c);
+void mediator_conn_close(struct clip_mediator *m, struct conn *c);
 /* 1 when @fd is a listening SOCK_SEQPACKET socket, 0 when not, or -errno. */
-int is_listening_seqpacket(int fd);
+int mediator_is_listening_seqpacket(int fd);
 /* Accept a peer on @listen_fd with its credentials: the fd or -errno. */
-int accept_peer(int listen_fd, struct ucred *cred);
+int mediator_accept_peer(int listen_fd, struct ucred *cred);
 /* The cage named @name, or NULL. */
-struct cage *find_cage(struct clip_mediator *m, const char *name);
+struct cage *mediator_find_cage(struct clip_mediator *m, const char *name);
 
 /* Append one record to the audit log: 0, or -errno (logged), and the transfer is refused. */
-int audit_record(struct clip_mediator *m, const char *event, const struct cage *source,
-		 const struct cage *target, const char *target_name, const char *name,
-		 const struct delivery *d, const char *decision, const char *by,
-		 const char *reason);
-void outcome_set(struct outcome *o, enum proto_status status, int error, const char *decision,
-		 const char *by, const char *reason);
+int mediator_audit_record(struct clip_mediator *m, const char *event, const struct cage *source,
+			  const struct cage *target, const char *target_name, const char *name,
+			  const struct delivery *d, const char *decision, const char *by,
+			  const char *reason);
+void mediator_outcome_set(struct outcome *o, enum proto_status status, int error,
+			  const char *decision, const char *by, const char *reason);
 /* A failure @r, said with @error's message or strerror(), after @what. */
-void outcome_error(struct outcome *o, int r, struct clip_error *error, const char *what);
+void mediator_outcome_error(struct outcome *o, int r, struct clip_error *error, const char *what);
 /* Record the decision, then (only then) link the document in, and answer. */
-void finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, struct cage *source,
-	    struct cage *target, const char *target_name, const char *name, struct delivery *d,
-	    struct outcome *o);
+void mediator_finish(struct clip_mediator *m, struct conn *c, uint64_t client_id,
+		     struct cage *source, struct cage *target, const char *target_name,
+		     const char *name, struct delivery *d, struct outcome *o);
 
 /* Queue the delivery of @msg's document; takes the fd. */
-void job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg, struct cage *target,
-		const struct policy_rule *rule, enum proto_direction dir, const char *by,
-		const uint8_t *key);
+void mediator_job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *msg,
+			 struct cage *target, const struct policy_rule *rule,
+			 enum proto_direction dir, const char *by, const uint8_t *key);
 /* A worker is done: the rest happens here, on the loop's thread. */
-void handle_done(struct clip_mediator *m);
+void mediator_handle_done(struct clip_mediator *m);
 /* Teardown: stop the workers, drop what they read (unnamed: it vanishes). */
-void jobs_stop(struct clip_mediator *m);
+void mediator_jobs_stop(struct clip_mediator *m);
 
 /*
  * Whether the cage of @c may send one more message now; when not, @reason
  * (@size bytes) says why, and the refusal is audited at most once per window.
  */
-bool rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *q,
-		char *reason, size_t size);
+bool mediator_rate_check(struct clip_mediator *m, struct conn *c, const struct proto_request *q,
+			 char *reason, size_t size);
 /* Record the refusals not recorded yet (at most one record per window). */
-void rate_flush(struct clip_mediator *m, struct cage *c);
+void mediator_rate_flush(struct clip_mediator *m, struct cage *c);
 
 /* Put @p to the agent, with a timer of the confirmation timeout: 0 or -errno. */
-int ask(struct clip_mediator *m, struct pending *p, const char *note);
+int mediator_ask(struct clip_mediator *m, struct pending *p, const char *note);
 /* Drop a question: its timer, its document, its count on the connection. */
-void pending_free(struct clip_mediator *m, struct pending *p);
-void handle_agent_listen(struct clip_mediator *m);
-void handle_agent(struct clip_mediator *m);
+void mediator_pending_free(struct clip_mediator *m, struct pending *p);
+void mediator_agent_listen(struct clip_mediator *m);
+void mediator_agent_handle(struct clip_mediator *m);
 /* No answer in time: a denial. */
-void handle_timer(struct clip_mediator *m, struct pending *p);
+void mediator_handle_timer(struct clip_mediator *m, struct pending *p);

@@ -728,8 +728,8 @@ Test(mediator, a_newer_cage_whose_new_member_is_zero_is_added)
 	n.c.socket_fd = -1;
 	n.c.rate_per_s = 9;
 	assert_errno(clip_mediator_add_cage(m, &n.c, NULL), 0);
-	cr_assert_not_null(find_cage(m, "low"));
-	cr_assert_eq(find_cage(m, "low")->rate_per_s, 9);
+	cr_assert_not_null(mediator_find_cage(m, "low"));
+	cr_assert_eq(mediator_find_cage(m, "low")->rate_per_s, 9);
 	clip_mediator_unref(m);
 	clip_level_unref(l);
 	bare_teardown(&b);
@@ -755,7 +755,7 @@ Test(mediator, a_newer_cage_whose_new_member_is_set_is_refused)
 	assert_errno(clip_mediator_add_cage(m, &n.c, &e), -E2BIG);
 	cr_assert(strstr(clip_error_get_message(e), "struct clip_mediator_cage"), "%s",
 		  clip_error_get_message(e));
-	cr_assert_null(find_cage(m, "low"), "the cage is not added");
+	cr_assert_null(mediator_find_cage(m, "low"), "the cage is not added");
 	clip_error_free(e);
 	clip_mediator_unref(m);
 	clip_level_unref(l);
@@ -784,9 +784,9 @@ Test(mediator, a_first_version_cage_gets_the_mediators_rates)
 	u.v1.check_uid = 0;
 	u.v1.uid = 0;
 	assert_errno(clip_mediator_add_cage(m, &u.c, NULL), 0);
-	cr_assert_not_null(find_cage(m, "low"));
-	cr_assert_eq(find_cage(m, "low")->rate_per_s, 4, "the mediator's rate");
-	cr_assert_eq(find_cage(m, "low")->rate_burst, 5, "the mediator's burst");
+	cr_assert_not_null(mediator_find_cage(m, "low"));
+	cr_assert_eq(mediator_find_cage(m, "low")->rate_per_s, 4, "the mediator's rate");
+	cr_assert_eq(mediator_find_cage(m, "low")->rate_burst, 5, "the mediator's burst");
 	clip_mediator_unref(m);
 	clip_level_unref(l);
 	bare_teardown(&b);
@@ -811,7 +811,7 @@ Test(mediator, structs_shorter_than_their_first_version_are_refused)
 	c.inbox_fd = b.dfd;
 	c.socket_fd = -1;
 	assert_errno(clip_mediator_add_cage(m, &c, NULL), -EINVAL);
-	cr_assert_null(find_cage(m, "low"));
+	cr_assert_null(mediator_find_cage(m, "low"));
 	clip_mediator_unref(m);
 	clip_level_unref(l);
 	bare_teardown(&b);
