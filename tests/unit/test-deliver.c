@@ -19,15 +19,6 @@
 #include "helpers.h"
 #include "transfer/transfer-internal.h"
 
-static struct clip_level *
-lv(const char *text)
-{
-	struct clip_level *l = NULL;
-
-	cr_assert_eq(clip_level_parse(&l, text, NULL), 0);
-	return l;
-}
-
 Test(deliver, names_are_sanitised)
 {
 	static const struct {
@@ -60,21 +51,6 @@ Test(deliver, names_are_sanitised)
 	cr_assert_eq(strlen(out) % 2, 0, "cut on a character boundary");
 }
 
-static bool
-dir_is_empty(int dfd)
-{
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
-	bool empty = true;
-
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	return empty;
-}
-
 Test(deliver, only_regular_files_within_the_limit)
 {
 	char *dir = test_tmpdir("tmpfs");
@@ -103,7 +79,7 @@ Test(deliver, only_regular_files_within_the_limit)
 	assert_errno(deliver_receive(inbox, fd, 9, NULL, "", &d, &e), -EFBIG);
 	clip_error_free(e), e = NULL;
 	close(fd);
-	cr_assert(dir_is_empty(inbox), "nothing is left behind");
+	cr_assert(test_dir_is_empty(inbox), "nothing is left behind");
 	close(p[0]), close(p[1]), close(sv[0]), close(sv[1]);
 	close(inbox);
 	free(dir);
@@ -154,7 +130,7 @@ Test(deliver, one_pass_copies_and_hashes_exactly)
 			close(src);
 		}
 		unlink(path);
-		cr_assert(dir_is_empty(inbox), "%s: nothing is left behind", *fs);
+		cr_assert(test_dir_is_empty(inbox), "%s: nothing is left behind", *fs);
 		close(inbox);
 		free(dir);
 	}
@@ -182,7 +158,7 @@ Test(deliver, a_document_shorter_than_its_size_is_refused)
 	assert_errno(deliver_receive(inbox, src, 1 << 20, NULL, "", &d, &e), -EBUSY);
 	cr_assert(strstr(clip_error_get_message(e), "shrank"), "%s", clip_error_get_message(e));
 	clip_error_free(e);
-	cr_assert(dir_is_empty(inbox), "nothing is left behind");
+	cr_assert(test_dir_is_empty(inbox), "nothing is left behind");
 	close(src);
 	close(inbox);
 	free(dir);
@@ -193,7 +169,7 @@ Test(deliver, envelope_round_trip_and_tamper)
 	char *dir = test_tmpdir("tmpfs"), state[512], name[DELIVER_NAME_MAX + 1];
 	int inbox = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), src, fd;
 	uint8_t key[CLIP_KEY_SIZE], buf[256], out[256];
-	struct clip_level *level = lv("s0");
+	struct clip_level *level = test_level("s0");
 	struct clip_ctx *ctx;
 	struct delivery d;
 	ssize_t n;

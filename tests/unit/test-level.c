@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include <criterion/criterion.h>
+
+#include "helpers.h"
 #include <criterion/parameterized.h>
 
 #include <clip/ctx.h>
@@ -17,18 +19,6 @@
 
 /* What a failing call must leave in *ret. */
 #define SENTINEL ((void *)(uintptr_t)0x5e17e1)
-
-static struct clip_level *
-lv(const char *text)
-{
-	struct clip_level *l = NULL;
-	struct clip_error *err = NULL;
-	int r = clip_level_parse(&l, text, &err);
-
-	cr_assert_eq(r, 0, "parse \"%s\": %d %s", text, r, clip_error_get_message(err));
-	cr_assert_not_null(l);
-	return l;
-}
 
 /* The canonical text, in a static buffer good until the next call. */
 static const char *
@@ -228,7 +218,7 @@ Test(level_parse, refused_range_text_in_level_parse_leaves_ret)
 
 Test(level_parse, accepts_sensitivity_alone)
 {
-	struct clip_level *l = lv("s0");
+	struct clip_level *l = test_level("s0");
 
 	cr_assert_eq(clip_level_get_sensitivity(l), 0);
 	for (unsigned c = 0; c <= CLIP_LEVEL_CATEGORY_MAX; c++)
@@ -238,7 +228,7 @@ Test(level_parse, accepts_sensitivity_alone)
 
 Test(level_parse, accepts_max_sensitivity)
 {
-	struct clip_level *l = lv("s15");
+	struct clip_level *l = test_level("s15");
 
 	cr_assert_eq(clip_level_get_sensitivity(l), CLIP_LEVEL_SENSITIVITY_MAX);
 	clip_level_unref(l);
@@ -246,7 +236,7 @@ Test(level_parse, accepts_max_sensitivity)
 
 Test(level_parse, accepts_categories_and_ranges)
 {
-	struct clip_level *l = lv("s2:c0.c3,c7,c64.c66,c1023");
+	struct clip_level *l = test_level("s2:c0.c3,c7,c64.c66,c1023");
 	const unsigned in[] = { 0, 1, 2, 3, 7, 64, 65, 66, 1023 };
 	unsigned n = 0;
 
@@ -262,7 +252,7 @@ Test(level_parse, accepts_categories_and_ranges)
 
 Test(level_parse, accepts_full_category_set)
 {
-	struct clip_level *l = lv("s15:c0.c1023");
+	struct clip_level *l = test_level("s15:c0.c1023");
 
 	for (unsigned c = 0; c <= CLIP_LEVEL_CATEGORY_MAX; c++)
 		cr_assert_eq(clip_level_has_category(l, c), 1, "c%u", c);
@@ -323,7 +313,7 @@ Test(level_format, runs_of_two_or_more_are_ranges)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct clip_level *l = lv(cases[i][0]);
+		struct clip_level *l = test_level(cases[i][0]);
 
 		cr_assert_str_eq(fmt(l), cases[i][1], "format of %s", cases[i][0]);
 		clip_level_unref(l);
@@ -338,7 +328,7 @@ Test(level_format, canonical_texts_round_trip_exactly)
 	};
 
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
-		struct clip_level *l = lv(texts[i]);
+		struct clip_level *l = test_level(texts[i]);
 
 		cr_assert_str_eq(fmt(l), texts[i]);
 		clip_level_unref(l);
@@ -367,7 +357,7 @@ Test(level_format, parse_of_format_is_equal_and_format_idempotent)
 		char *text = NULL;
 
 		cr_assert_eq(clip_level_format(a, &text), 0);
-		b = lv(text);
+		b = test_level(text);
 		cr_assert_eq(clip_level_equal(a, b), 1, "%s", text);
 		cr_assert_str_eq(fmt(b), text);
 		free(text);
@@ -393,7 +383,7 @@ Test(level_format, longest_texts_round_trip)
 	cr_assert_eq(clip_level_new(&l, 15, alternate, 512), 0);
 	cr_assert_eq(clip_level_format(l, &text), 0);
 	cr_assert_eq(strncmp(text, "s15:c0,c2,c4,", 13), 0, "%.20s", text);
-	back = lv(text);
+	back = test_level(text);
 	cr_assert_eq(clip_level_equal(l, back), 1);
 	free(text);
 	clip_level_unref(l);
@@ -403,7 +393,7 @@ Test(level_format, longest_texts_round_trip)
 	cr_assert_eq(clip_level_format(l, &text), 0);
 	cr_assert_eq(strncmp(text, "s15:c0.c1,c3.c4,", 16), 0, "%.20s", text);
 	cr_assert_leq(strlen(text), CLIP_LEVEL_TEXT_MAX);
-	back = lv(text);
+	back = test_level(text);
 	cr_assert_eq(clip_level_equal(l, back), 1);
 	free(text);
 	clip_level_unref(l);
@@ -412,7 +402,7 @@ Test(level_format, longest_texts_round_trip)
 
 Test(level_format, null_arguments_are_einval)
 {
-	struct clip_level *l = lv("s1");
+	struct clip_level *l = test_level("s1");
 	char *s = SENTINEL;
 
 	cr_assert_eq(clip_level_format(NULL, &s), -EINVAL);
@@ -454,7 +444,7 @@ Test(level_new, refuses_out_of_bounds_and_leaves_ret)
 
 Test(level_accessors, null_and_out_of_bounds_are_einval)
 {
-	struct clip_level *l = lv("s3:c1");
+	struct clip_level *l = test_level("s3:c1");
 
 	cr_assert_eq(clip_level_get_sensitivity(NULL), -EINVAL);
 	cr_assert_eq(clip_level_has_category(NULL, 1), -EINVAL);
@@ -466,7 +456,7 @@ Test(level_accessors, null_and_out_of_bounds_are_einval)
 
 Test(level_ref, ref_returns_argument_and_keeps_level_alive)
 {
-	struct clip_level *l = lv("s1:c5");
+	struct clip_level *l = test_level("s1:c5");
 
 	cr_assert_eq(clip_level_ref(l), l);
 	cr_assert_null(clip_level_unref(l));
@@ -501,7 +491,7 @@ Test(level_compare, truth_table)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct clip_level *a = lv(cases[i].a), *b = lv(cases[i].b);
+		struct clip_level *a = test_level(cases[i].a), *b = test_level(cases[i].b);
 		int want = cases[i].want;
 
 		cr_assert_eq(clip_level_compare(a, b), want, "compare(%s, %s)", cases[i].a,
@@ -521,7 +511,7 @@ Test(level_compare, truth_table)
 
 Test(level_compare, null_arguments_are_einval)
 {
-	struct clip_level *l = lv("s0");
+	struct clip_level *l = test_level("s0");
 
 	cr_assert_eq(clip_level_compare(NULL, l), -EINVAL);
 	cr_assert_eq(clip_level_compare(l, NULL), -EINVAL);
@@ -544,7 +534,8 @@ Test(level_lattice, join_and_meet_table)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		struct clip_level *a = lv(cases[i][0]), *b = lv(cases[i][1]), *j = NULL, *m = NULL;
+		struct clip_level *a = test_level(cases[i][0]), *b = test_level(cases[i][1]),
+				  *j = NULL, *m = NULL;
 
 		cr_assert_eq(clip_level_join(&j, a, b), 0);
 		cr_assert_eq(clip_level_meet(&m, a, b), 0);
@@ -585,7 +576,7 @@ Test(level_lattice, join_is_least_upper_and_meet_greatest_lower_bound)
 
 Test(level_lattice, null_arguments_are_einval_and_leave_ret)
 {
-	struct clip_level *l = lv("s0"), *r = SENTINEL;
+	struct clip_level *l = test_level("s0"), *r = SENTINEL;
 
 	cr_assert_eq(clip_level_join(&r, NULL, l), -EINVAL);
 	cr_assert_eq(clip_level_join(&r, l, NULL), -EINVAL);
@@ -621,13 +612,13 @@ Test(range, parse_low_high_and_contains)
 	cr_assert_str_eq(fmt(clip_range_get_high(range)), "s3:c0.c5");
 	cr_assert_str_eq(range_fmt(range), "s0-s3:c0.c5");
 	for (size_t i = 0; i < sizeof(inside) / sizeof(inside[0]); i++) {
-		struct clip_level *l = lv(inside[i]);
+		struct clip_level *l = test_level(inside[i]);
 
 		cr_assert_eq(clip_range_contains(range, l), 1, "%s", inside[i]);
 		clip_level_unref(l);
 	}
 	for (size_t i = 0; i < sizeof(outside) / sizeof(outside[0]); i++) {
-		struct clip_level *l = lv(outside[i]);
+		struct clip_level *l = test_level(outside[i]);
 
 		cr_assert_eq(clip_range_contains(range, l), 0, "%s", outside[i]);
 		clip_level_unref(l);
@@ -638,7 +629,8 @@ Test(range, parse_low_high_and_contains)
 Test(range, low_bound_excludes_levels_below_it)
 {
 	struct clip_range *range = NULL;
-	struct clip_level *below = lv("s1"), *incomparable = lv("s2:c3"), *in = lv("s2:c1.c2");
+	struct clip_level *below = test_level("s1"), *incomparable = test_level("s2:c3"),
+			  *in = test_level("s2:c1.c2");
 
 	cr_assert_eq(clip_range_parse(&range, "s1:c1-s4:c0.c9", NULL), 0);
 	cr_assert_eq(clip_range_contains(range, below), 0);
@@ -710,7 +702,7 @@ Test(range, refuses_text_longer_than_max)
 
 Test(range, new_refuses_high_not_dominating)
 {
-	struct clip_level *low = lv("s2:c1"), *high = lv("s3:c2");
+	struct clip_level *low = test_level("s2:c1"), *high = test_level("s3:c2");
 	struct clip_range *range = SENTINEL;
 
 	cr_assert_eq(clip_range_new(&range, low, high), -EINVAL);
@@ -722,7 +714,8 @@ Test(range, new_refuses_high_not_dominating)
 
 Test(range, new_holds_its_own_references)
 {
-	struct clip_level *low = lv("s1"), *high = lv("s5:c0.c3"), *mid = lv("s3:c1");
+	struct clip_level *low = test_level("s1"), *high = test_level("s5:c0.c3"),
+			  *mid = test_level("s3:c1");
 	struct clip_range *range = NULL;
 
 	cr_assert_eq(clip_range_new(&range, low, high), 0);
@@ -739,7 +732,7 @@ Test(range, new_holds_its_own_references)
 
 Test(range, null_arguments_are_einval)
 {
-	struct clip_level *l = lv("s0");
+	struct clip_level *l = test_level("s0");
 	struct clip_range *range = SENTINEL;
 	char *s = SENTINEL;
 
@@ -889,7 +882,7 @@ Test(level_names, parse_name_refuses_overlong_text)
 Test(level_names, format_name_without_name_is_canonical_text)
 {
 	struct clip_level_names *names = names_of(good_table);
-	struct clip_level *l = lv("s2:c0,c1");
+	struct clip_level *l = test_level("s2:c0,c1");
 	char *s = NULL;
 
 	cr_assert_eq(clip_level_format_name(l, names, &s), 0);
@@ -899,7 +892,7 @@ Test(level_names, format_name_without_name_is_canonical_text)
 	cr_assert_str_eq(s, "s2:c0.c1");
 	free(s);
 	clip_level_unref(l);
-	l = lv("s0");
+	l = test_level("s0");
 	cr_assert_eq(clip_level_format_name(l, NULL, &s), 0);
 	cr_assert_str_eq(s, "s0");
 	free(s);
@@ -910,7 +903,7 @@ Test(level_names, format_name_without_name_is_canonical_text)
 Test(level_names, level_written_differently_finds_its_name)
 {
 	struct clip_level_names *names = names_of("s3:c0,c1,c2=Team\n");
-	struct clip_level *l = lv("s3:c0.c2");
+	struct clip_level *l = test_level("s3:c0.c2");
 	char *s = NULL;
 
 	cr_assert_eq(clip_level_format_name(l, names, &s), 0);
@@ -1137,7 +1130,7 @@ Test(level_names, ref_and_unref)
 Test(level_names, null_arguments_are_einval)
 {
 	struct clip_level_names *names = SENTINEL;
-	struct clip_level *l = SENTINEL, *level = lv("s0");
+	struct clip_level *l = SENTINEL, *level = test_level("s0");
 	char *s = SENTINEL;
 
 	cr_assert_eq(clip_level_names_parse(NULL, "s0=A", 4, NULL), -EINVAL);

@@ -25,41 +25,6 @@
 #include "transfer/proto.h"
 #include "transfer/transfer-internal.h"
 
-static struct clip_policy *
-policy(const char *text)
-{
-	struct clip_policy *p = NULL;
-	struct clip_error *e = NULL;
-
-	cr_assert_eq(clip_policy_parse(&p, text, strlen(text), "test.policy", &e), 0, "%s",
-		     e ? clip_error_get_message(e) : "");
-	return p;
-}
-
-static struct clip_level *
-lv(const char *text)
-{
-	struct clip_level *l = NULL;
-
-	cr_assert_eq(clip_level_parse(&l, text, NULL), 0);
-	return l;
-}
-
-static bool
-dir_is_empty(int dfd)
-{
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
-	bool empty = true;
-
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			empty = false;
-	closedir(d);
-	return empty;
-}
-
 struct world {
 	char *dir;
 	struct clip_ctx *ctx;
@@ -92,7 +57,7 @@ static void
 world_setup_opts(struct world *w, const char *policy_text, struct clip_mediator_opts opts)
 {
 	static const char *const names[] = { "low", "high" }, *const levels[] = { "s0", "s2" };
-	struct clip_policy *p = policy(policy_text);
+	struct clip_policy *p = test_policy(policy_text);
 	char path[600];
 	int agent_listen;
 
@@ -106,7 +71,7 @@ world_setup_opts(struct world *w, const char *policy_text, struct clip_mediator_
 	cr_assert_eq(clip_mediator_new(&w->m, w->ctx, p, w->audit, &opts, NULL), 0);
 	clip_policy_unref(p);
 	for (int i = 0; i < 2; i++) {
-		struct clip_level *l = lv(levels[i]);
+		struct clip_level *l = test_level(levels[i]);
 		struct clip_mediator_cage c = { .size = sizeof(c), .name = names[i], .level = l };
 		struct clip_error *e = NULL;
 
@@ -247,7 +212,7 @@ Test(mediator, ask_no_timeout_and_default_deny)
 	t = run(&w, 1, "low", "down", -1);
 	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_POLICY);
 	clip_transfer_unref(t);
-	cr_assert(dir_is_empty(w.inbox[0]) && dir_is_empty(w.inbox[1]));
+	cr_assert(test_dir_is_empty(w.inbox[0]) && test_dir_is_empty(w.inbox[1]));
 	world_teardown(&w);
 }
 
@@ -255,8 +220,8 @@ Test(mediator, allow_rule_downgrade_is_refused_at_load)
 {
 	struct world w;
 	struct clip_mediator *m = NULL;
-	struct clip_policy *p = policy("high low allow\n");
-	struct clip_level *l = lv("s5");
+	struct clip_policy *p = test_policy("high low allow\n");
+	struct clip_level *l = test_level("s5");
 	struct clip_mediator_cage c = { .size = sizeof(c), .name = "high", .level = l };
 	struct clip_error *e = NULL;
 	char path[600];
@@ -269,7 +234,7 @@ Test(mediator, allow_rule_downgrade_is_refused_at_load)
 	cr_assert_eq(clip_mediator_add_cage(m, &c, NULL), 0);
 	c.name = "low";
 	l = clip_level_unref(l);
-	c.level = l = lv("s0");
+	c.level = l = test_level("s0");
 	assert_errno(clip_mediator_add_cage(m, &c, &e), -EINVAL);
 	cr_assert(strstr(clip_error_get_message(e), "test.policy:1:"));
 	clip_error_free(e);
@@ -595,7 +560,7 @@ bare_setup(struct bare *b)
 	b->dfd = open(b->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(b->dfd, 0);
 	cr_assert_eq(clip_audit_open(&b->audit, b->ctx, b->dfd, "audit.log", 0, NULL), 0);
-	b->policy = policy("low high ask\n");
+	b->policy = test_policy("low high ask\n");
 }
 
 static void
@@ -713,7 +678,7 @@ Test(mediator, first_version_opts_get_the_default_rates)
 
 Test(mediator, a_newer_cage_whose_new_member_is_zero_is_added)
 {
-	struct clip_level *l = lv("s0");
+	struct clip_level *l = test_level("s0");
 	struct clip_mediator *m;
 	struct newer_cage n;
 	struct bare b;
@@ -737,7 +702,7 @@ Test(mediator, a_newer_cage_whose_new_member_is_zero_is_added)
 
 Test(mediator, a_newer_cage_whose_new_member_is_set_is_refused)
 {
-	struct clip_level *l = lv("s0");
+	struct clip_level *l = test_level("s0");
 	struct clip_error *e = NULL;
 	struct clip_mediator *m;
 	struct newer_cage n;
@@ -769,7 +734,7 @@ Test(mediator, a_first_version_cage_gets_the_mediators_rates)
 		struct cage_v1 v1;
 		struct clip_mediator_cage c;
 	} u;
-	struct clip_level *l = lv("s0");
+	struct clip_level *l = test_level("s0");
 	struct clip_mediator *m;
 	struct bare b;
 
@@ -795,7 +760,7 @@ Test(mediator, a_first_version_cage_gets_the_mediators_rates)
 Test(mediator, structs_shorter_than_their_first_version_are_refused)
 {
 	struct clip_mediator_opts o = { .size = offsetof(struct clip_mediator_opts, label_flags) };
-	struct clip_level *l = lv("s0");
+	struct clip_level *l = test_level("s0");
 	struct clip_mediator *m = NULL;
 	struct clip_mediator_cage c;
 	struct bare b;

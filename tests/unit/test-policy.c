@@ -9,17 +9,6 @@
 #include "helpers.h"
 #include "transfer/transfer-internal.h"
 
-static struct clip_policy *
-policy(const char *text)
-{
-	struct clip_policy *p = NULL;
-	struct clip_error *e = NULL;
-
-	cr_assert_eq(clip_policy_parse(&p, text, strlen(text), "test.policy", &e), 0, "%s",
-		     e ? clip_error_get_message(e) : "");
-	return p;
-}
-
 static void
 policy_refused(const char *text, const char *where, const char *why)
 {
@@ -32,15 +21,6 @@ policy_refused(const char *text, const char *where, const char *why)
 	cr_assert(strstr(clip_error_get_message(e), why), "'%s' lacks '%s'",
 		  clip_error_get_message(e), why);
 	clip_error_free(e);
-}
-
-static struct clip_level *
-lv(const char *text)
-{
-	struct clip_level *l = NULL;
-
-	cr_assert_eq(clip_level_parse(&l, text, NULL), 0);
-	return l;
 }
 
 Test(policy, downgrades_are_never_allow)
@@ -57,12 +37,12 @@ Test(policy, downgrades_are_never_allow)
 
 Test(policy, first_match_wins_default_deny_incomparable_needs_names)
 {
-	struct clip_policy *p = policy("low high ask\n"
-				       "@any @any allow direction=up max-size=1K\n"
-				       "left right ask encrypt\n"
-				       "s2 s0 ask encrypt\n");
-	struct clip_level *s0 = lv("s0"), *s1 = lv("s1"), *s2 = lv("s2"), *l = lv("s1:c0"),
-			  *r = lv("s1:c1");
+	struct clip_policy *p = test_policy("low high ask\n"
+					    "@any @any allow direction=up max-size=1K\n"
+					    "left right ask encrypt\n"
+					    "s2 s0 ask encrypt\n");
+	struct clip_level *s0 = test_level("s0"), *s1 = test_level("s1"), *s2 = test_level("s2"),
+			  *l = test_level("s1:c0"), *r = test_level("s1:c1");
 	const struct policy_rule *rule;
 
 	rule = policy_match(p, "low", s0, "high", s2);
@@ -84,8 +64,8 @@ Test(policy, first_match_wins_default_deny_incomparable_needs_names)
 
 Test(policy, name_rules_are_checked_against_the_cages)
 {
-	struct clip_policy *p = policy("# names\nhigh low allow\n");
-	struct clip_level *levels[] = { lv("s0"), lv("s2") };
+	struct clip_policy *p = test_policy("# names\nhigh low allow\n");
+	struct clip_level *levels[] = { test_level("s0"), test_level("s2") };
 	const char *names[] = { "low", "high" };
 	struct clip_error *e = NULL;
 
@@ -95,7 +75,7 @@ Test(policy, name_rules_are_checked_against_the_cages)
 	cr_assert(strstr(clip_error_get_message(e), "cage 'high' sending to cage 'low'"));
 	clip_error_free(e);
 	clip_policy_unref(p);
-	p = policy("low high allow\n");
+	p = test_policy("low high allow\n");
 	cr_assert_eq(
 		policy_check_cages(p, names, (const struct clip_level *const *)levels, 2, NULL), 0);
 	clip_policy_unref(p);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* Helpers shared by the Criterion unit tests. */
+/* Helpers shared by the Criterion tests of every suite (tests/common/). */
 #pragma once
 
 #include <stdbool.h>
@@ -36,6 +36,15 @@ void test_drop_privileges(void);
 int test_run_unprivileged(int (*fn)(void *), void *userdata);
 
 bool test_is_root(void);
+
+/* @text parsed as a level, or the test fails with the parser's message. */
+struct clip_level *test_level(const char *text);
+
+/* @text parsed as a policy named "test.policy", or the test fails. */
+struct clip_policy *test_policy(const char *text);
+
+/* Whether the directory @dfd has no entry but "." and "..". */
+bool test_dir_is_empty(int dfd);
 
 /* cr_assert for a negative errno with the errno's name in the message. */
 #define assert_errno(expr, err) \

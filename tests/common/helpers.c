@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <grp.h>
 #include <linux/magic.h>
@@ -142,4 +143,43 @@ test_run_unprivileged(int (*fn)(void *), void *userdata)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
+}
+
+struct clip_level *
+test_level(const char *text)
+{
+	struct clip_level *l = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_level_parse(&l, text, &err);
+
+	cr_assert_eq(r, 0, "parse \"%s\": %d %s", text, r, clip_error_get_message(err));
+	cr_assert_not_null(l);
+	return l;
+}
+
+struct clip_policy *
+test_policy(const char *text)
+{
+	struct clip_policy *p = NULL;
+	struct clip_error *e = NULL;
+
+	cr_assert_eq(clip_policy_parse(&p, text, strlen(text), "test.policy", &e), 0, "%s",
+		     e ? clip_error_get_message(e) : "");
+	return p;
+}
+
+bool
+test_dir_is_empty(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	bool empty = true;
+
+	cr_assert_not_null(d, "cannot read the directory");
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			empty = false;
+	closedir(d);
+	return empty;
 }
