@@ -6,8 +6,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <clip/keys.h>
 
