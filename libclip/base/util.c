@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "error.h"
 #include "macro.h"
 #include "util.h"
 
@@ -344,17 +346,24 @@ struct_size(const void *s)
 }
 
 int
-struct_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size)
+struct_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what,
+	       struct clip_error **reterr)
 {
 	uint32_t size = struct_size(src), own = (uint32_t)dst_size;
 
 	if (size < min_size || size < sizeof(uint32_t))
-		return -EINVAL;
+		return error_set(reterr, -EINVAL,
+				 "%s has %" PRIu32 " bytes, less than its first version (%zu)",
+				 what, size, min_size);
 	if (size > STRUCT_SIZE_MAX)
-		return -E2BIG;
+		return error_set(reterr, -E2BIG, "%s has %" PRIu32 " bytes, over %d", what, size,
+				 STRUCT_SIZE_MAX);
 	for (size_t i = dst_size; i < size; i++)
 		if (((const uint8_t *)src)[i] != 0)
-			return -E2BIG;
+			return error_set(reterr, -E2BIG,
+					 "%s has %" PRIu32 " bytes and sets a member past the %zu "
+					 "this libclip knows",
+					 what, size, dst_size);
 	memset(dst, 0, dst_size);
 	memcpy(dst, src, size < dst_size ? size : dst_size);
 	memcpy(dst, &own, sizeof(own));

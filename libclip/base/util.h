@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct clip_error;
+
 /* Lowercase hex of @n bytes into @out, which holds 2 * @n + 1 bytes. */
 void hex_encode(const uint8_t *in, size_t n, char *out);
 
@@ -97,7 +99,8 @@ int write_file_atomic(int dirfd, const char *name, const void *data, size_t size
  * ours is zero, since a non-zero one asks for something this version
  * cannot do (-E2BIG); at most STRUCT_SIZE_MAX bytes are read (-E2BIG).
  * Smaller than @min_size, the struct's first published version: -EINVAL.
- * dst's size member is then @dst_size.
+ * dst's size member is then @dst_size. The message names @what (the
+ * struct's type) and what is wrong with it.
  *
  * struct_copy_out() fills the caller's struct at @dst, whose size member
  * says how large it is, from ours (@src, @src_size bytes): the members
@@ -105,7 +108,8 @@ int write_file_atomic(int dirfd, const char *name, const void *data, size_t size
  * size member kept. Smaller than @min_size: -EINVAL.
  */
 #define STRUCT_SIZE_MAX 4096
-int struct_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size);
+int struct_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what,
+		   struct clip_error **reterr);
 int struct_copy_out(void *dst, const void *src, size_t src_size, size_t min_size);
 
 /*

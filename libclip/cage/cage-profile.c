@@ -349,7 +349,8 @@ clip_cage_profile_set_limits(struct clip_cage_profile *p, const struct clip_cage
 	 * a newer one may not ask for a limit this version cannot set. The
 	 * smallest accepted ends after the CPU quota, as it always did.
 	 */
-	r = struct_copy_in(&l, sizeof(l), limits, offsetof(struct clip_cage_limits, memory_max));
+	r = struct_copy_in(&l, sizeof(l), limits, offsetof(struct clip_cage_limits, memory_max),
+			   "struct clip_cage_limits", NULL);
 	if (r < 0)
 		return r;
 	clip_assert_return(l.cpu_quota_percent <= CPU_QUOTA_MAX, -EINVAL);

@@ -384,20 +384,13 @@ int
 cage_spawn_opts_copy_in(struct clip_cage *c, struct clip_cage_spawn_opts *dst,
 			const struct clip_cage_spawn_opts *opts, struct clip_error **reterr)
 {
-	int r = struct_copy_in(dst, sizeof(*dst), opts, SPAWN_OPTS_SIZE_MIN);
+	int r = struct_copy_in(dst, sizeof(*dst), opts, SPAWN_OPTS_SIZE_MIN,
+			       "struct clip_cage_spawn_opts", reterr);
 
-	if (r == -EINVAL) {
+	if (r == -EINVAL)
 		log_err(c->ctx, "client bug: spawn options of %u bytes, fewer than %zu", opts->size,
 			SPAWN_OPTS_SIZE_MIN);
-		return error_set(reterr, r, "spawn options of %u bytes: fewer than %zu", opts->size,
-				 SPAWN_OPTS_SIZE_MIN);
-	}
-	if (r < 0)
-		return error_set(reterr, r,
-				 "spawn options of %u bytes, from a newer <clip/cage.h>: they set "
-				 "something past the %zu bytes this version knows",
-				 opts->size, sizeof(*dst));
-	return 0;
+	return r;
 }
 
 CLIP_EXPORT int

@@ -91,7 +91,8 @@ clip_ctx_set_tpm_options(struct clip_ctx *ctx, const struct clip_tpm_opts *opts)
 
 	ctx_assert_return(ctx, -EINVAL);
 	if (opts) {
-		r = struct_copy_in(&o, sizeof(o), opts, TPM_OPTS_SIZE_V1);
+		r = struct_copy_in(&o, sizeof(o), opts, TPM_OPTS_SIZE_V1, "struct clip_tpm_opts",
+				   NULL);
 		ctx_assert_log_return(ctx, r != -EINVAL, -EINVAL);
 		/* Members this version does not know, set: it cannot honour them. */
 		ctx_assert_log_return(ctx, r != -E2BIG, -E2BIG);

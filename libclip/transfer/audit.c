@@ -617,13 +617,9 @@ clip_audit_append(struct clip_audit *audit, const struct clip_audit_entry *entry
 			      api_return(-EINVAL, reterr));
 
 	/* A newer caller's entry says more than this version can record: refused, not cut. */
-	r = struct_copy_in(&e, sizeof(e), entry, AUDIT_ENTRY_SIZE_V1);
+	r = struct_copy_in(&e, sizeof(e), entry, AUDIT_ENTRY_SIZE_V1, "struct clip_audit_entry",
+			   reterr);
 	if (r < 0)
-		return api_return(error_set(reterr, r,
-					    "struct clip_audit_entry has %" PRIu32
-					    " bytes, and sets a field past the %zu this libclip "
-					    "records (or is over %d bytes)",
-					    entry->size, sizeof(e), STRUCT_SIZE_MAX),
-				  reterr);
+		return api_return(r, reterr);
 	return api_return(audit_append(audit, &e, reterr), reterr);
 }

@@ -169,34 +169,6 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	return 0;
 }
 
-/*
- * The caller's @what, of the version it was built with, as ours
- * (struct_copy_in(), base/util.h): a newer caller that sets a member
- * this version does not have asks for what it cannot do, and is told so
- * rather than silently served without it.
- */
-static int
-opts_copy_in(void *dst, size_t dst_size, const void *src, size_t min_size, const char *what,
-	     struct clip_error **reterr)
-{
-	uint32_t size;
-	int r = struct_copy_in(dst, dst_size, src, min_size);
-
-	if (r >= 0)
-		return 0;
-	memcpy(&size, src, sizeof(size));
-	if (r == -E2BIG && size > STRUCT_SIZE_MAX)
-		return error_set(reterr, r, "%s has %" PRIu32 " bytes, over %d", what, size,
-				 STRUCT_SIZE_MAX);
-	if (r == -E2BIG)
-		return error_set(reterr, r,
-				 "%s has %" PRIu32 " bytes, and sets a member past the %zu this "
-				 "libclip knows",
-				 what, size, dst_size);
-	return error_set(reterr, r, "%s has %" PRIu32 " bytes, less than its first version (%zu)",
-			 what, size, min_size);
-}
-
 CLIP_EXPORT int
 clip_mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_policy *policy,
 		  struct clip_audit *audit, const struct clip_mediator_opts *opts,
@@ -212,8 +184,8 @@ clip_mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_
 			      api_return(-EINVAL, reterr));
 
 	if (opts) {
-		r = opts_copy_in(&o, sizeof(o), opts, MEDIATOR_OPTS_SIZE_V1,
-				 "struct clip_mediator_opts", reterr);
+		r = struct_copy_in(&o, sizeof(o), opts, MEDIATOR_OPTS_SIZE_V1,
+				   "struct clip_mediator_opts", reterr);
 		if (r < 0)
 			return api_return(r, reterr);
 		/* A caller built against the first version does not have the rates:
@@ -349,8 +321,8 @@ clip_mediator_add_cage(struct clip_mediator *m, const struct clip_mediator_cage 
 	{
 		/* A caller built against the first version does not have the rate. */
 		struct clip_mediator_cage def;
-		int r = opts_copy_in(&def, sizeof(def), cage, MEDIATOR_CAGE_SIZE_V1,
-				     "struct clip_mediator_cage", reterr);
+		int r = struct_copy_in(&def, sizeof(def), cage, MEDIATOR_CAGE_SIZE_V1,
+				       "struct clip_mediator_cage", reterr);
 
 		if (r < 0)
 			return api_return(r, reterr);

@@ -140,7 +140,8 @@ Test(util, a_struct_from_an_older_caller_is_zero_filled)
 	struct v2 ours;
 
 	memset(&ours, 0xaa, sizeof(ours));
-	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &old, sizeof(struct v1)), 0);
+	cr_assert_eq(
+		struct_copy_in(&ours, sizeof(ours), &old, sizeof(struct v1), "struct v2", NULL), 0);
 	cr_assert_eq(ours.a, 7);
 	cr_assert_eq(ours.b, 0, "the member the caller does not know is not zero");
 	cr_assert_eq(ours.size, sizeof(ours));
@@ -149,14 +150,21 @@ Test(util, a_struct_from_an_older_caller_is_zero_filled)
 Test(util, a_struct_from_a_newer_caller_is_taken_when_its_extra_is_zero)
 {
 	struct v3 newer = { .size = sizeof(newer), .a = 1, .b = 2 };
+	struct clip_error *e = NULL;
 	struct v2 ours;
 
-	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &newer, sizeof(struct v1)), 0);
+	cr_assert_eq(
+		struct_copy_in(&ours, sizeof(ours), &newer, sizeof(struct v1), "struct v2", NULL),
+		0);
 	cr_assert_eq(ours.a, 1);
 	cr_assert_eq(ours.b, 2);
 	newer.c = 1;
-	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &newer, sizeof(struct v1)), -E2BIG,
-		     "a request this version cannot honour was accepted");
+	cr_assert_eq(
+		struct_copy_in(&ours, sizeof(ours), &newer, sizeof(struct v1), "struct v2", &e),
+		-E2BIG, "a request this version cannot honour was accepted");
+	cr_assert_str_eq(clip_error_get_message(e),
+			 "struct v2 has 24 bytes and sets a member past the 16 this libclip knows");
+	clip_error_free(e);
 }
 
 Test(util, a_struct_smaller_than_its_first_version_or_huge_is_refused)
@@ -166,11 +174,15 @@ Test(util, a_struct_smaller_than_its_first_version_or_huge_is_refused)
 	static uint8_t huge[STRUCT_SIZE_MAX + 8];
 	uint32_t n = sizeof(huge);
 
-	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &tiny, sizeof(struct v1)), -EINVAL);
+	cr_assert_eq(
+		struct_copy_in(&ours, sizeof(ours), &tiny, sizeof(struct v1), "struct v2", NULL),
+		-EINVAL);
 	tiny.size = 0;
-	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &tiny, 0), -EINVAL);
+	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), &tiny, 0, "struct v2", NULL), -EINVAL);
 	memcpy(huge, &n, sizeof(n));
-	cr_assert_eq(struct_copy_in(&ours, sizeof(ours), huge, sizeof(struct v1)), -E2BIG);
+	cr_assert_eq(
+		struct_copy_in(&ours, sizeof(ours), huge, sizeof(struct v1), "struct v2", NULL),
+		-E2BIG);
 }
 
 Test(util, a_struct_goes_out_as_far_as_the_caller_knows_it)
