@@ -31,11 +31,16 @@ remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
 	return remove(path) < 0 ? -1 : 0;
 }
 
+/*
+ * FTW_MOUNT: a mount a test left inside its directory (a bind of a host
+ * file or tree) is never walked into, so that the clean-up cannot remove
+ * what the mount shows from elsewhere, such as /dev/null.
+ */
 static void
 remove_tmpdirs(void)
 {
 	for (int i = 0; i < n_cleanup_dirs; i++)
-		if (nftw(cleanup_dirs[i], remove_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		if (nftw(cleanup_dirs[i], remove_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT) < 0)
 			fprintf(stderr, "cannot remove %s: %s\n", cleanup_dirs[i], strerror(errno));
 }
 
