@@ -24,35 +24,13 @@ no_tpm(struct clip_error **reterr)
 	return error_set(reterr, -EOPNOTSUPP, NO_TPM);
 }
 
-/* The defaults, for the callers that only ask (a profile's text, say). */
-const char *
-tpm_tcti(const struct clip_ctx *ctx)
+/* What every exported function with a reterr answers, after the usual checks. */
+static int
+refuse(const struct clip_ctx *ctx, struct clip_error **reterr)
 {
-	return TPM_DEFAULT_TCTI;
-}
-
-uint32_t
-tpm_seal_pcrs(const struct clip_ctx *ctx)
-{
-	return TPM_DEFAULT_SEAL_PCRS;
-}
-
-unsigned
-tpm_measure_pcr(const struct clip_ctx *ctx)
-{
-	return TPM_DEFAULT_MEASURE_PCR;
-}
-
-uint32_t
-tpm_fallback(const struct clip_ctx *ctx)
-{
-	return CLIP_TPM_FALLBACK_REFUSE;
-}
-
-bool
-tpm_measure_pcr_valid(uint32_t pcr)
-{
-	return false;
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+	return api_return(no_tpm(reterr), reterr);
 }
 
 int
@@ -81,50 +59,38 @@ clip_ctx_get_tpm_options(const struct clip_ctx *ctx, struct clip_tpm_opts *opts)
 CLIP_EXPORT int
 clip_tpm_get_info(struct clip_ctx *ctx, char **ret, struct clip_error **reterr)
 {
-	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	return api_return(no_tpm(reterr), reterr);
+	return refuse(ctx, reterr);
 }
 
 CLIP_EXPORT int
 clip_tpm_pcr_read(struct clip_ctx *ctx, unsigned pcr, uint8_t ret_digest[32],
 		  struct clip_error **reterr)
 {
-	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	return api_return(no_tpm(reterr), reterr);
+	return refuse(ctx, reterr);
 }
 
 CLIP_EXPORT int
 clip_tpm_seal_key(struct clip_ctx *ctx, unsigned flags, struct clip_error **reterr)
 {
-	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	return api_return(no_tpm(reterr), reterr);
+	return refuse(ctx, reterr);
 }
 
 CLIP_EXPORT int
 clip_tpm_check_key(struct clip_ctx *ctx, uint32_t *ret_pcrs, struct clip_error **reterr)
 {
-	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	return api_return(no_tpm(reterr), reterr);
+	return refuse(ctx, reterr);
 }
 
 CLIP_EXPORT int
 clip_tpm_measure(struct clip_ctx *ctx, const char *what, const void *data, size_t size,
 		 struct clip_error **reterr)
 {
-	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	return api_return(no_tpm(reterr), reterr);
+	return refuse(ctx, reterr);
 }
 
 CLIP_EXPORT int
 clip_tpm_replay(struct clip_ctx *ctx, clip_tpm_event_fn fn, void *userdata,
 		struct clip_error **reterr)
 {
-	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	return api_return(no_tpm(reterr), reterr);
+	return refuse(ctx, reterr);
 }

@@ -58,6 +58,9 @@ Test(disabled, every_tpm_function_says_the_build_has_no_tpm)
 	assert_left_out(clip_tpm_check_key(ctx, &pcrs, &e), e, "-Dtpm=disabled");
 	assert_left_out(clip_tpm_measure(ctx, "x", "y", 1, &e), e, "-Dtpm=disabled");
 	assert_left_out(clip_tpm_replay(ctx, NULL, NULL, &e), e, "-Dtpm=disabled");
+	/* Misuse is still told apart from the missing part. */
+	assert_errno(clip_tpm_get_info(NULL, &info, NULL), -EINVAL);
+	assert_errno(clip_tpm_measure(NULL, "x", "y", 1, NULL), -EINVAL);
 	clip_ctx_unref(ctx);
 }
 
@@ -95,6 +98,9 @@ Test(disabled, every_selinux_function_says_the_build_has_no_selinux)
 	cr_assert_null(con);
 	assert_left_out(clip_selinux_file_get_level(0, &l, &e), e, "-Dselinux=disabled");
 	assert_left_out(clip_selinux_file_set_level(0, l, &e), e, "-Dselinux=disabled");
+	/* Misuse is still told apart from the missing part. */
+	assert_errno(clip_selinux_context_get_level(NULL, &l, NULL), -EINVAL);
+	assert_errno(clip_selinux_file_get_level(-1, &l, NULL), -EBADF);
 	clip_level_unref(l);
 }
 #endif
