@@ -202,4 +202,7 @@ Test(util, a_struct_goes_out_as_far_as_the_caller_knows_it)
 	cr_assert_eq(newer.size, sizeof(newer));
 	old.size = 2;
 	cr_assert_eq(struct_copy_out(&old, &ours, sizeof(ours), sizeof(struct v1)), -EINVAL);
+	newer.size = STRUCT_SIZE_MAX + 1;
+	cr_assert_eq(struct_copy_out(&newer, &ours, sizeof(ours), sizeof(struct v1)), -E2BIG,
+		     "a size over the bound was written through");
 }
