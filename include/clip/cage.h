@@ -34,6 +34,11 @@ struct clip_cage_profile;
 #define CLIP_CAGE_BINDS_MAX 64
 #define CLIP_CAGE_SYSCALLS_MAX 128
 
+/* How cages are made: clip_ctx_set_cage_mode(). */
+#define CLIP_CAGE_MODE_AUTO 0 /* decided from what the process has */
+#define CLIP_CAGE_MODE_ROOT 1 /* each cage maps 65536 ids from its UidBase */
+#define CLIP_CAGE_MODE_ROOTLESS 2 /* each cage maps the caller's uid and gid to 0 */
+
 /* Network modes. */
 #define CLIP_CAGE_NET_NONE 0
 #define CLIP_CAGE_NET_LOOPBACK 1
@@ -312,6 +317,41 @@ int clip_cage_profile_set_measure(struct clip_cage_profile *profile, int on);
 int clip_cage_profile_set_start_timeout(struct clip_cage_profile *profile, unsigned seconds);
 
 /**
+ * clip_ctx_set_cage_mode - choose how the cages of a context are made
+ *
+ * CLIP_CAGE_MODE_AUTO, the default, decides from what the process has,
+ * not from its uid: root mode when it holds CAP_SYS_ADMIN, CAP_SETUID and
+ * CAP_SETGID in its user namespace and that namespace maps the ids
+ * libclip's cages take (every id of 524288 to 1611137023, as the initial
+ * namespace does); rootless otherwise, e.g. uid 0 in a container that
+ * maps one id. CLIP_CAGE_MODE_ROOTLESS forces rootless mode, even for
+ * root; CLIP_CAGE_MODE_ROOT forces root mode, whose cages then fail to
+ * start (-EPERM, the message naming the ids) where their range is not
+ * mapped.
+ * Cages already started keep the mode they were started in.
+ *
+ * @param ctx a context
+ * @param mode CLIP_CAGE_MODE_AUTO, CLIP_CAGE_MODE_ROOT or
+ *	  CLIP_CAGE_MODE_ROOTLESS
+ * @return 0, or -EINVAL (another mode), -ECHILD.
+ * @since 0.1
+ */
+int clip_ctx_set_cage_mode(struct clip_ctx *ctx, int mode);
+
+/**
+ * clip_ctx_get_cage_mode - how the cages of a context are made
+ *
+ * The first call in CLIP_CAGE_MODE_AUTO decides, logs the decision and
+ * its reason in one line (LOG_INFO), and keeps it for the context.
+ *
+ * @param ctx a context
+ * @return CLIP_CAGE_MODE_ROOT or CLIP_CAGE_MODE_ROOTLESS, never
+ *	   CLIP_CAGE_MODE_AUTO; or -EINVAL, -ECHILD.
+ * @since 0.1
+ */
+int clip_ctx_get_cage_mode(struct clip_ctx *ctx);
+
+/**
  * clip_cage_new - a cage, not started, from a profile
  *
  * @param ret where the new cage is stored; untouched on failure
@@ -340,9 +380,9 @@ struct clip_cage *clip_cage_unref(struct clip_cage *cage);
 /**
  * clip_cage_start - create the namespaces, the cgroups and the cage's init
  *
- * Run by root, the cage's user namespace maps 65536 ids from the
- * profile's UidBase; run by anyone else, it maps the caller's uid and gid
- * to 0 (rootless). Limits the host cannot apply are logged and reported
+ * In root mode (clip_ctx_get_cage_mode()), the cage's user namespace
+ * maps 65536 ids from the profile's UidBase; in rootless mode, it maps
+ * the caller's uid and gid to 0. Limits the host cannot apply are logged and reported
  * by clip_cage_get_missing(), not failed. With CLIP_CAGE_START_REGISTER
  * the cage is recorded under its name in the state directory, so that
  * clip_cage_attach() and clip_cage_list() find it, and it outlives the
@@ -355,7 +395,9 @@ struct clip_cage *clip_cage_unref(struct clip_cage *cage);
  * @param flags 0 or CLIP_CAGE_START_REGISTER
  * @return 0, or -EINVAL (bad flags, not a new cage), -EPERM (the host
  *	   refuses user namespaces to this user: the message says why),
- *	   -EOPNOTSUPP (veth without root), -EEXIST (a cage of that name is
+ *	   -EOPNOTSUPP (veth in rootless mode), -EPERM also in root mode
+ *	   when the cage's 65536 ids are not all mapped in the caller's
+ *	   user namespace (the message names them), -EEXIST (a cage of that name is
  *	   registered and running), -ENOMEM, -EIO (a set-up step failed
  *	   in the child: the message names it), -ETIMEDOUT (the set-up did
  *	   not end within StartTimeoutSec=; nothing is left), -EACCES, -ENOTDIR (the state

@@ -30,7 +30,8 @@ struct tpm_config {
  * - keys/: the provider chosen and the keyring, one secret page
  *   (secret_page_new()) that base wipes when the state directory changes
  *   and frees with the context;
- * - tpm/: its settings, read only through tpm/'s accessors.
+ * - tpm/: its settings, read only through tpm/'s accessors;
+ * - cage/: the cage mode, root or rootless (cage-mode.c).
  * Only log.c reads the log handler.
  */
 struct clip_ctx {
@@ -49,6 +50,10 @@ struct clip_ctx {
 	struct keyring *keyring; /* a secret page, or NULL */
 
 	struct tpm_config tpm;
+
+	/* cage/: the mode asked (CLIP_CAGE_MODE_*), and the one decided (0: not yet) */
+	int cage_mode;
+	int cage_mode_decided;
 };
 
 /* The checks every exported function on a context starts with. */

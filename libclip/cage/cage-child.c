@@ -287,21 +287,68 @@ mount_tmpfs(const char *target, unsigned long flags, const char *options)
 	return mount("tmpfs", path, "tmpfs", flags, options);
 }
 
-struct sources {
-	int host[ELEMENTSOF(host_dirs)];
-	char host_link[ELEMENTSOF(host_dirs)][64];
-	int root, data;
-	int mounts[CLIP_CAGE_BINDS_MAX];
-};
+_Static_assert(ELEMENTSOF(host_dirs) == CAGE_HOST_DIRS, "cage_sources.host");
+
+/* Sources are numbered: the host directories, the root, the data directory, the binds. */
+#define SOURCE_ROOT CAGE_HOST_DIRS
+#define SOURCE_DATA (SOURCE_ROOT + 1)
+#define SOURCE_MOUNTS (SOURCE_DATA + 1)
+
+const char *
+cage_source_path(const struct clip_cage_profile *p, int index)
+{
+	if (index >= 0 && index < SOURCE_ROOT)
+		return host_dirs[index];
+	if (index == SOURCE_ROOT)
+		return p->root;
+	if (index == SOURCE_DATA)
+		return p->data_dir;
+	if (index >= SOURCE_MOUNTS && (size_t)(index - SOURCE_MOUNTS) < p->n_mounts)
+		return p->mounts[index - SOURCE_MOUNTS].source;
+	return NULL;
+}
 
 static void
-sources_open(const struct clip_cage_profile *p, struct sources *s, int fail_fd)
+fd_drop(int *fd)
 {
+	closep(fd);
+	*fd = -1;
+}
+
+void
+cage_sources_close(struct cage_sources *s)
+{
+	for (size_t i = 0; i < CAGE_HOST_DIRS; i++)
+		fd_drop(&s->host[i]);
+	fd_drop(&s->root);
+	fd_drop(&s->data);
+	for (size_t i = 0; i < CLIP_CAGE_BINDS_MAX; i++)
+		fd_drop(&s->mounts[i]);
+}
+
+static int
+source_open(int *fd, const char *path, int index, int *ret_index)
+{
+	*fd = clone_tree(path);
+	if (*fd >= 0)
+		return 0;
+	*ret_index = index;
+	return -errno;
+}
+
+int
+cage_sources_open(const struct clip_cage_profile *p, struct cage_sources *s, int *ret_index)
+{
+	int r = 0;
+
 	s->root = s->data = -1;
-	for (size_t i = 0; i < ELEMENTSOF(host_dirs); i++) {
+	for (size_t i = 0; i < CAGE_HOST_DIRS; i++)
+		s->host[i] = -1;
+	for (size_t i = 0; i < CLIP_CAGE_BINDS_MAX; i++)
+		s->mounts[i] = -1;
+	for (size_t i = 0; i < CAGE_HOST_DIRS && r >= 0; i++) {
 		ssize_t n;
 
-		s->host[i] = -1;
 		s->host_link[i][0] = '\0';
 		if (p->root)
 			continue;
@@ -311,19 +358,21 @@ sources_open(const struct clip_cage_profile *p, struct sources *s, int fail_fd)
 			s->host_link[i][n] = '\0';
 			continue;
 		}
-		s->host[i] = clone_tree(host_dirs[i]);
-		if (s->host[i] < 0 && errno != ENOENT)
-			cage_child_fail(fail_fd, STEP_MOUNT_SOURCES, errno);
+		r = source_open(&s->host[i], host_dirs[i], (int)i, ret_index);
+		if (r == -ENOENT) /* /lib32 and the like exist on some hosts only */
+			r = 0;
 	}
-	if (p->root)
-		CHECK(STEP_MOUNT_SOURCES, s->root = clone_tree(p->root));
-	if (p->data_dir)
-		CHECK(STEP_MOUNT_SOURCES, s->data = clone_tree(p->data_dir));
-	for (size_t i = 0; i < p->n_mounts; i++) {
-		s->mounts[i] = -1;
+	if (r >= 0 && p->root)
+		r = source_open(&s->root, p->root, SOURCE_ROOT, ret_index);
+	if (r >= 0 && p->data_dir)
+		r = source_open(&s->data, p->data_dir, SOURCE_DATA, ret_index);
+	for (size_t i = 0; i < p->n_mounts && r >= 0; i++)
 		if (p->mounts[i].source)
-			CHECK(STEP_MOUNT_SOURCES, s->mounts[i] = clone_tree(p->mounts[i].source));
-	}
+			r = source_open(&s->mounts[i], p->mounts[i].source, SOURCE_MOUNTS + (int)i,
+					ret_index);
+	if (r < 0)
+		cage_sources_close(s);
+	return r;
 }
 
 static int
@@ -400,17 +449,23 @@ mount_dev(bool own)
 }
 
 static void
-mounts_setup(const struct clip_cage_profile *p, int fail_fd)
+mounts_setup(const struct clip_cage_profile *p, const struct cage_sources *given, int fail_fd)
 {
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
 	const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX];
-	struct sources s;
+	struct cage_sources s;
 	char path[PATH_MAX];
+	int r, index = -1;
 
 	CHECK(STEP_MOUNT_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
 	/* Every source is a detached tree before anything is mounted over it. */
-	sources_open(p, &s, fail_fd);
+	if (given)
+		s = *given;
+	else if ((r = cage_sources_open(p, &s, &index)) < 0) {
+		cage_msg_send(fail_fd, MSG_ERROR, STEP_MOUNT_SOURCES, -r, index);
+		_exit(127);
+	}
 
 	if (p->root) {
 		CHECK(STEP_MOUNT_ROOT, set_attr(s.root, "", AT_EMPTY_PATH | AT_RECURSIVE, ro));
@@ -937,7 +992,7 @@ cage_init_main(const struct cage_init_args *a)
 	CHECK(STEP_HOSTNAME, sethostname(p->name, strlen(p->name)));
 	if (a->netns)
 		CHECK(STEP_NETWORK, network_setup(p));
-	mounts_setup(p, fail_fd);
+	mounts_setup(p, a->sources, fail_fd);
 	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
 	cgroups_join(sock, fail_fd, back);
 	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));

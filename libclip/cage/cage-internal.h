@@ -211,6 +211,32 @@ struct cage_msg {
 	int value;
 };
 
+/*
+ * What a cage's mounts come from, each a detached tree (open_tree()) or
+ * -1: the host directories bound when the profile has no Root= (or the
+ * link that replaces one), the root, the data directory, the binds. In
+ * root mode the launcher opens them, with its own credentials and before
+ * any id switch, so that any source it can open works, a 0700 directory
+ * included; in rootless mode the init opens them with the caller's
+ * credentials, which it has too.
+ */
+#define CAGE_HOST_DIRS 8
+struct cage_sources {
+	int host[CAGE_HOST_DIRS];
+	char host_link[CAGE_HOST_DIRS][64];
+	int root, data;
+	int mounts[CLIP_CAGE_BINDS_MAX];
+};
+
+/*
+ * Open every source of @p into @s (all -1 on failure): 0, or -errno with
+ * the number of the source at fault in @ret_index (cage_source_path()).
+ */
+int cage_sources_open(const struct clip_cage_profile *p, struct cage_sources *s, int *ret_index);
+void cage_sources_close(struct cage_sources *s);
+/* The path of source number @index of @p, or NULL. */
+const char *cage_source_path(const struct clip_cage_profile *p, int index);
+
 /* The cage's init: set up the namespaces' contents, then reap. */
 struct cage_exec_args;
 
@@ -223,6 +249,7 @@ struct cage_init_args {
 	 */
 	int sock;
 	bool rootless;
+	const struct cage_sources *sources; /* opened by the launcher, or NULL */
 	bool veth;
 	bool netns; /* false only in a test-hooks build, see cage.c */
 	bool die_with_parent; /* an unregistered cage ends with its launcher */
@@ -330,6 +357,10 @@ const char *cage_test_disable(void);
 unsigned long long cage_proc_start_time(pid_t pid);
 
 /* -ETIMEDOUT: @what of @p's cage did not end within its StartTimeoutSec=. */
+/* Root or rootless (cage-mode.c): decided once per context, from what the process has. */
+bool cage_rootless(struct clip_ctx *ctx);
+bool cage_ids_mapped(const char *file, uint64_t first, uint64_t count);
+
 int cage_timeout_error(struct clip_error **reterr, const struct clip_cage_profile *p,
 		       const char *what);
 

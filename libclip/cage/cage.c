@@ -203,6 +203,17 @@ write_id_maps(pid_t pid, bool rootless, uint32_t base)
 	return write_string(path, map);
 }
 
+/* -EIO: source number @index of @p's mounts (cage_source_path()) cannot be opened. */
+static int
+cage_source_error(struct clip_error **reterr, const struct clip_cage_profile *p, int index,
+		  int error)
+{
+	char buf[128];
+
+	return error_setf(reterr, -EIO, -1, "%s: cannot open the bind source %s: %s", p->name,
+			  cage_source_path(p, index), strerror_r(-error, buf, sizeof(buf)));
+}
+
 /* -ETIMEDOUT: @what of @p's cage did not end within its StartTimeoutSec=. */
 int
 cage_timeout_error(struct clip_error **reterr, const struct clip_cage_profile *p, const char *what)
@@ -252,6 +263,8 @@ cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, long
 		close(passed);
 	if (rootless && m.error == EPERM && m.step <= STEP_PIVOT_ROOT)
 		return userns_error(-EPERM, reterr);
+	if (m.step == STEP_MOUNT_SOURCES && cage_source_path(p, m.value))
+		return cage_source_error(reterr, p, m.value, -m.error);
 	if (m.step == STEP_EXEC && (m.error == ENOENT || m.error == EACCES || m.error == EPERM))
 		return error_setf(reterr, -m.error, -1, "%s: cannot execute: %s", what,
 				  strerror_r(m.error, buf, sizeof(buf)));
@@ -308,12 +321,14 @@ steer_init(pid_t pid, const cpu_set_t *cpus)
 
 static int
 cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
-	   const struct cage_exec_args *first, bool *into_cgroup)
+	   const struct cage_exec_args *first, const struct cage_sources *sources,
+	   bool *into_cgroup)
 {
 	struct cage_init_args args = {
 		.profile = c->profile,
 		.sock = sock,
 		.rootless = c->rootless,
+		.sources = sources,
 		.veth = c->profile->net_mode == CLIP_CAGE_NET_VETH,
 		.netns = !test_disabled("netns"),
 		.die_with_parent = !(flags & CLIP_CAGE_START_REGISTER),
@@ -408,17 +423,31 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	int sv[2], r, pid, first_pidfd = -1;
 	char leaf[96], veth[IFNAMSIZ];
 	int tasks[_CG_V1_MAX] = { -1, -1, -1 }, parents[_CG_V1_MAX] = { -1, -1, -1 };
+	struct cage_sources sources;
 	long long deadline;
 	bool into_cgroup;
 
 	r = cage_seccomp_compile(p, reterr);
 	if (r < 0)
 		return r;
-	c->rootless = geteuid() != 0;
+	c->rootless = cage_rootless(c->ctx);
 	if (p->net_mode == CLIP_CAGE_NET_VETH && c->rootless)
 		return error_set(reterr, -EOPNOTSUPP,
-				 "cage %s: a veth pair needs root in the host's network namespace",
+				 "cage %s: a veth pair needs root mode (this context makes cages "
+				 "rootless: clip_ctx_get_cage_mode())",
 				 p->name);
+	if (!c->rootless) {
+		uint32_t base = cage_profile_uid_base(p);
+
+		if (!cage_ids_mapped("/proc/self/uid_map", base, CAGE_UID_RANGE) ||
+		    !cage_ids_mapped("/proc/self/gid_map", base, CAGE_UID_RANGE))
+			return error_setf(reterr, -EPERM, -1,
+					  "cage %s: its ids %u-%u (UidBase=%u) are not all mapped "
+					  "in this user namespace (/proc/self/uid_map, gid_map); "
+					  "give them to it, or make the cage rootless "
+					  "(clip_ctx_set_cage_mode())",
+					  p->name, base, base + CAGE_UID_RANGE - 1, base);
+	}
 	c->landlock_abi = cage_landlock_abi();
 	if (c->landlock_abi <= 0) {
 		c->missing |= CLIP_CAGE_MISSING_LANDLOCK;
@@ -443,15 +472,29 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 
 	snprintf(leaf, sizeof(leaf), "clip-%s-%d-%u", p->name, (int)getpid(),
 		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	/* Root mode: the sources are opened with the caller's credentials (cage-internal.h). */
+	if (!c->rootless) {
+		int index = -1;
+
+		r = cage_sources_open(p, &sources, &index);
+		if (r < 0)
+			return cage_source_error(reterr, p, index, r);
+	}
 	cage_cgroups_create_v2(c->ctx, &c->cg, leaf, &p->limits);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+		r = error_set_errno(reterr, -errno, "socketpair");
+		if (!c->rootless)
+			cage_sources_close(&sources);
 		cage_cgroups_destroy(&c->cg);
-		return error_set_errno(reterr, -errno, "socketpair");
+		return r;
 	}
 	sock = sv[0];
 	deadline = now_ms() + cage_profile_start_timeout_ms(p);
-	pid = cage_clone(c, sv[1], sv[0], flags, first, &into_cgroup);
+	pid = cage_clone(c, sv[1], sv[0], flags, first, c->rootless ? NULL : &sources,
+			 &into_cgroup);
 	close(sv[1]);
+	if (!c->rootless)
+		cage_sources_close(&sources); /* the init has its own copies */
 	if (pid < 0) {
 		cage_cgroups_destroy(&c->cg);
 		if (pid == -EPERM || pid == -ENOSPC || pid == -EUSERS)

@@ -155,7 +155,7 @@ filter_verdict(const char *program, int status, bool timed_out, const struct fil
 
 /* Run the filter in the running @cage, its stdin @doc; the cage is stopped on return. */
 static int
-filter_run(struct clip_cage *cage, int doc, const char *program, const char *target,
+filter_run(struct clip_cage *cage, bool root_mode, int doc, const char *program, const char *target,
 	   const struct filter_limits *lim, struct clip_error **reterr)
 {
 	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
@@ -172,8 +172,8 @@ filter_run(struct clip_cage *cage, int doc, const char *program, const char *tar
 		.envp = envp,
 		.fds = fds,
 		/* A uid of its own inside the cage when there is more than one. */
-		.uid = geteuid() == 0 ? FILTER_UID : 0,
-		.gid = geteuid() == 0 ? FILTER_UID : 0,
+		.uid = root_mode ? FILTER_UID : 0,
+		.gid = root_mode ? FILTER_UID : 0,
 	};
 
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -239,7 +239,8 @@ deliver_filter_with(struct clip_ctx *ctx, struct delivery *d, const char *progra
 			"tasks of its cage (no usable cgroup); the document is not delivered",
 			program);
 	}
-	return filter_run(cage, doc, program, target, lim, reterr);
+	return filter_run(cage, clip_ctx_get_cage_mode(ctx) == CLIP_CAGE_MODE_ROOT, doc, program,
+			  target, lim, reterr);
 }
 
 int
