@@ -355,6 +355,26 @@ cage_list(struct clipctl *c, int argc, char **argv)
 	return 0;
 }
 
+/* "root" or "rootless": how this process makes cages (the reason with -v). */
+static int
+cage_mode(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_ctx *ctx;
+	int mode;
+
+	if (argc != 1)
+		return fail_usage("cage mode takes no operand");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	mode = clip_ctx_get_cage_mode(ctx);
+	clip_ctx_unref(ctx);
+	if (mode < 0)
+		return fail_error("cage mode", mode, NULL);
+	puts(mode == CLIP_CAGE_MODE_ROOTLESS ? "rootless" : "root");
+	return 0;
+}
+
 int
 clipctl_cage(struct clipctl *c, int argc, char **argv)
 {
@@ -363,7 +383,7 @@ clipctl_cage(struct clipctl *c, int argc, char **argv)
 		int (*run)(struct clipctl *, int, char **);
 	} verbs[] = {
 		{ "run", cage_run },   { "start", cage_start }, { "exec", cage_exec },
-		{ "stop", cage_stop }, { "list", cage_list },
+		{ "stop", cage_stop }, { "list", cage_list },   { "mode", cage_mode },
 	};
 
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)

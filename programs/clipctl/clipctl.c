@@ -51,6 +51,7 @@ usage(FILE *f)
 	      "  cage exec NAME [--] CMD...  run CMD in a running cage\n"
 	      "  cage stop [--grace-ms MS] NAME   stop a cage (SIGTERM, then SIGKILL)\n"
 	      "  cage list              the running cages: name, level, init pid, processes\n"
+	      "  cage mode              how cages are made here: root or rootless\n"
 	      "  exec-check FILE        exit 0 when FILE may run as code, 1 otherwise\n"
 	      "  exec-policy [BIT... -- COMMAND [ARG...]]\n"
 	      "                         print the exec securebits, or run COMMAND under more\n"
@@ -72,7 +73,8 @@ usage(FILE *f)
 	      "Options:\n"
 	      "  --state-dir DIR   state directory (default $CLIP_STATE_DIR, then /var/lib/clip)\n"
 	      "  --key-provider NAME  where the MAC key comes from: file (default) or tpm\n"
-	      "  --rootless        use the user.clip.label attribute\n"
+	      "  --rootless        rootless mode: cages map the caller's ids alone,\n"
+	      "                    labels use the user.clip.label attribute\n"
 	      "  --names FILE      level names (setrans.conf style)\n"
 	      "  -v, --verbose     log what the library does\n"
 	      "  -h, --help        this text\n"
@@ -129,6 +131,8 @@ clipctl_ctx(const struct clipctl *c)
 		fail_usage("unknown key provider '%s'", c->key_provider);
 		return clip_ctx_unref(ctx);
 	}
+	if (c->label_flags & CLIP_LABEL_ROOTLESS)
+		(void)clip_ctx_set_cage_mode(ctx, CLIP_CAGE_MODE_ROOTLESS);
 	return ctx;
 }
 

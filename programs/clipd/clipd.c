@@ -226,6 +226,20 @@ listen_at(const char *path, mode_t mode)
 
 /* --- the front: one per cage, unprivileged, under seccomp --- */
 
+/* Whether this user namespace denies setgroups() (a rootless container's, say). */
+static bool
+setgroups_denied(void)
+{
+	char buf[16] = "";
+	int fd = open("/proc/self/setgroups", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	(void)!read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return strncmp(buf, "deny", 4) == 0;
+}
+
 static int
 front_sandbox(void)
 {
@@ -243,9 +257,21 @@ front_sandbox(void)
 	scmp_filter_ctx f;
 	int r = 0;
 
-	if (geteuid() == 0 && (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
-			       setresuid(NOBODY, NOBODY, NOBODY) < 0))
-		return -errno;
+	if (geteuid() == 0) {
+		/*
+		 * To nobody. Where nobody has no id (EINVAL: uid 0 of a
+		 * rootless container that maps one id), there is no other
+		 * uid to drop to and the front stays the container's only
+		 * one; with setgroups() denied there (EPERM), the groups
+		 * are already fixed.
+		 */
+		if (setgroups(0, NULL) < 0 && !(errno == EPERM && setgroups_denied()))
+			return -errno;
+		if (setresgid(NOBODY, NOBODY, NOBODY) < 0 && errno != EINVAL)
+			return -errno;
+		if (setresuid(NOBODY, NOBODY, NOBODY) < 0 && errno != EINVAL)
+			return -errno;
+	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
 		return -errno;
 	f = seccomp_init(SCMP_ACT_KILL_PROCESS);
