@@ -10,7 +10,24 @@ clipctl="$build/programs/clipctl/clipctl"
 [ -x "$clipctl" ] || { echo "demo: $clipctl not built" >&2; exit 1; }
 
 work=$(mktemp -d /var/tmp/libclip-demo-XXXXXX)
-trap 'rm -rf "$work"' EXIT
+# Whatever the exit (an error, a failed step, ^C, a kill), the daemons and
+# the software TPM the demo started end with it and its state is removed.
+daemons=()
+swtpm_ctl=
+cleanup() {
+	local pid
+	for pid in "${daemons[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${daemons[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	[ -z "$swtpm_ctl" ] || "$swtpm_ctl" --stop "$work/tpm" || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 state="$work/state"
 mode=()
 if [ "$(id -u)" -ne 0 ]; then
@@ -92,9 +109,8 @@ step "TPM 2.0 (a software TPM, state in $work): the key sealed to PCR 7, a profi
 if ! grep -q '^#define HAVE_TPM 1' "$build/config.h"; then
 	echo "  (this libclip was built with -Dtpm=disabled: skipped)"
 elif command -v swtpm >/dev/null; then
+	tcti=$("$(dirname "$0")/../tests/tpm/with-swtpm" --start "$work/tpm")
 	swtpm_ctl=$(dirname "$0")/../tests/tpm/with-swtpm
-	tcti=$("$swtpm_ctl" --start "$work/tpm")
-	trap '"$swtpm_ctl" --stop "$work/tpm"; rm -rf "$work"' EXIT
 	tpm() { verb=$1; shift; printf '$ clipctl tpm %s%s\n' "$verb" "${*:+ $*}"; "$clipctl" --state-dir "$work/tpm-state" tpm "$verb" --tcti "$tcti" "$@" 2>&1 | sed 's/^/  /'; }
 	tpm seal-key
 	tpm measure "$(dirname "$0")/profiles/high.cage" cage:high
@@ -133,10 +149,10 @@ done
 printf 'low high ask\nhigh low ask encrypt\n@any @any deny\n' | tee "$x/cfg/policy" | sed 's/^/  policy: /'
 mkfifo "$x/ready" "$x/agent-ready"
 "$build/programs/clipd/clipd" --config "$x/cfg" --state-dir "$state" --agent-socket "$x/run/confirm.sock" "${mode[@]}" --ready-fd 3 3>"$x/ready" 2>"$x/clipd.log" &
-xfer_pids=$!
+daemons+=($!)
 read -r _ <"$x/ready"
 "$build/programs/clip-confirm/clip-confirm" --socket "$x/run/confirm.sock" --auto yes --ready-fd 3 3>"$x/agent-ready" >"$x/agent.log" &
-xfer_pids="$xfer_pids $!"
+daemons+=($!)
 read -r _ <"$x/agent-ready"
 echo "quarterly figures" >"$x/data-low/figures.txt"
 echo "TOP SECRET plans" >"$x/data-high/plans.txt"
@@ -169,6 +185,8 @@ send high plans.txt side refused   # s2 and s1:c5: neither dominates
 printf '$ clipctl cage run --profile low.cage -- ls /run/clip   # its own socket, not the agent'"'"'s or another cage'"'"'s\n'
 in_cage low ls /run/clip
 run --state-dir "$state" audit verify || true
-kill $xfer_pids
+kill "${daemons[@]}" 2>/dev/null || true
+wait "${daemons[@]}" 2>/dev/null || true
+daemons=()
 
 step "The demo touched nothing outside $work, which is now removed"
