@@ -146,8 +146,13 @@ Test(ctx, a_worker_has_its_parents_settings_and_its_own_log_and_keys)
 				      .seal_pcrs = 1u << 4 };
 	struct clip_tpm_opts got = { .size = sizeof(got) };
 	struct captured mine = { 0 };
-	struct clip_ctx *ctx = test_ctx(NULL), *w = NULL;
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL;
+	struct clip_ctx *ctx, *w = NULL;
 	const uint8_t *parent_key, *worker_key;
+
+	/* The key file is made in a state directory of the test's own. */
+	cr_assert_gt(asprintf(&state, "%s/state", dir), 0);
+	ctx = test_ctx(state);
 
 #if HAVE_TPM
 	cr_assert_eq(clip_ctx_set_key_provider(ctx, "tpm"), 0);
@@ -184,10 +189,13 @@ Test(ctx, a_worker_has_its_parents_settings_and_its_own_log_and_keys)
 
 Test(ctx, the_state_directory_changing_wipes_the_keys)
 {
-	struct clip_ctx *ctx = test_ctx(NULL);
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL;
+	struct clip_ctx *ctx;
 	const uint8_t *key;
 	uint8_t copy[CLIP_KEY_SIZE], zero[CLIP_KEY_SIZE] = { 0 };
 
+	cr_assert_gt(asprintf(&state, "%s/state", dir), 0);
+	ctx = test_ctx(state);
 	cr_assert_eq(ctx_get_key(ctx, KEY_PURPOSE_LABEL, true, &key, NULL), 0);
 	memcpy(copy, key, sizeof(copy));
 	cr_assert_neq(memcmp(key, zero, sizeof(zero)), 0);

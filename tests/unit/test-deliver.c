@@ -53,11 +53,15 @@ Test(deliver, names_are_sanitised)
 
 Test(deliver, only_regular_files_within_the_limit)
 {
-	char *dir = test_tmpdir("tmpfs");
-	int inbox = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), p[2], sv[2], fd;
+	char *dir = test_tmpdir("tmpfs"), path[600];
+	int inbox, p[2], sv[2], fd;
 	struct delivery d;
 	struct clip_error *e = NULL;
 
+	/* The inbox in a directory of its own, so that the test's files are beside it. */
+	snprintf(path, sizeof(path), "%s/inbox", dir);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	inbox = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
 	assert_errno(deliver_receive(inbox, inbox, 100, NULL, "", &d, &e), -EMEDIUMTYPE);
@@ -72,10 +76,7 @@ Test(deliver, only_regular_files_within_the_limit)
 	cr_assert(strstr(clip_error_get_message(e), "a device"));
 	clip_error_free(e), e = NULL;
 	close(fd);
-	fd = test_file(dir,
-		       "../"
-		       "big",
-		       "0123456789");
+	fd = test_file(dir, "big", "0123456789");
 	assert_errno(deliver_receive(inbox, fd, 9, NULL, "", &d, &e), -EFBIG);
 	clip_error_free(e), e = NULL;
 	close(fd);
@@ -166,17 +167,21 @@ Test(deliver, a_document_shorter_than_its_size_is_refused)
 
 Test(deliver, envelope_round_trip_and_tamper)
 {
-	char *dir = test_tmpdir("tmpfs"), state[512], name[DELIVER_NAME_MAX + 1];
-	int inbox = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), src, fd;
+	char *dir = test_tmpdir("tmpfs"), path[512], name[DELIVER_NAME_MAX + 1];
+	int inbox, src, fd;
 	uint8_t key[CLIP_KEY_SIZE], buf[256], out[256];
 	struct clip_level *level = test_level("s0");
 	struct clip_ctx *ctx;
 	struct delivery d;
 	ssize_t n;
 
-	snprintf(state, sizeof(state), "%s-state", dir);
-	ctx = test_ctx(state);
-	src = test_file("/tmp", "clip-test-envelope-src", "top secret text");
+	/* State, inbox and source side by side in the test's directory. */
+	snprintf(path, sizeof(path), "%s/state", dir);
+	ctx = test_ctx(path);
+	snprintf(path, sizeof(path), "%s/inbox", dir);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	inbox = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	src = test_file(dir, "source", "top secret text");
 	cr_assert_eq(envelope_key(ctx, "low", key, NULL), 0);
 	cr_assert_eq(deliver_receive(inbox, src, 100, key, "low", &d, NULL), 0);
 	cr_assert_eq(d.size, 15);
@@ -201,7 +206,6 @@ Test(deliver, envelope_round_trip_and_tamper)
 				    test_is_root() ? 0 : CLIP_LABEL_ROOTLESS, name, NULL),
 		     0);
 	cr_assert_str_eq(name, "secret-1.txt");
-	unlink("/tmp/clip-test-envelope-src");
 	close(src);
 	close(inbox);
 	clip_level_unref(level);
