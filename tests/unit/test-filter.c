@@ -90,10 +90,17 @@ script(struct fixture *f, const char *name, const char *text)
 }
 
 /*
- * Run @program; when it is refused, the message must hold @want. Skips
- * when this host cannot bound a rootless cage (the filter is then never
- * run: fails_closed_when_the_cage_cannot_be_bounded checks that).
+ * Skips when this host cannot bound a rootless cage (the filter is then
+ * never run: fails_closed_when_the_cage_cannot_be_bounded checks that).
  */
+static void
+skip_if_unbounded(int r, struct clip_error *e)
+{
+	if (r == -EIO && strstr(clip_error_get_message(e), "cannot bound"))
+		cr_skip_test("this host cannot bound the memory and tasks of a rootless cage");
+}
+
+/* Run @program; when it is refused, the message must hold @want. */
 static int
 run(struct fixture *f, const char *program, const struct filter_limits *lim, const char *want)
 {
@@ -101,8 +108,7 @@ run(struct fixture *f, const char *program, const struct filter_limits *lim, con
 	struct clip_error *e = NULL;
 	int r = deliver_filter_with(f->ctx, &f->d, program, lim ? lim : &defaults, &e);
 
-	if (r == -EIO && strstr(clip_error_get_message(e), "cannot bound"))
-		cr_skip_test("this host cannot bound the memory and tasks of a rootless cage");
+	skip_if_unbounded(r, e);
 	if (want)
 		cr_assert(e && strstr(clip_error_get_message(e), want), "'%s' does not say '%s'",
 			  e ? clip_error_get_message(e) : "(no error)", want);
@@ -165,11 +171,14 @@ Test(filter, its_output_is_bounded_and_does_not_block_it)
 						  .memory_max = 64 << 20,
 						  .tasks_max = 16 };
 	char *p;
+	int r;
 
 	setup(&f, "x");
 	/* 1 MiB on one line, far over a pipe's buffer: read and dropped as it comes. */
 	p = script(&f, "chatty", "#!/bin/sh\nhead -c 1048576 /dev/zero | tr '\\0' A\nexit 4\n");
-	assert_errno(deliver_filter_with(f.ctx, &f.d, p, &lim, &e), -EPERM);
+	r = deliver_filter_with(f.ctx, &f.d, p, &lim, &e);
+	skip_if_unbounded(r, e);
+	assert_errno(r, -EPERM);
 	cr_assert(strstr(clip_error_get_message(e), "(exit 4): AAAA"), "%s",
 		  clip_error_get_message(e));
 	cr_assert_lt(strlen(clip_error_get_message(e)), strlen(p) + 250, "%s",
@@ -490,6 +499,34 @@ Test(filter, fails_closed_when_no_cage_can_start)
 	cr_assert_neq(WEXITSTATUS(status), 1, "the filter ran without a cage");
 	cr_assert_eq(WEXITSTATUS(status), 0, "no clear error");
 	free(text);
+	free(p);
+	teardown(&f);
+}
+
+/*
+ * Where no cgroup takes the limits of the filter's cage (a user without a
+ * delegated cgroup, a container without one), the filter is not run and
+ * the document is refused: a filter that would pass everything does not
+ * pass it unfiltered. Where the limits are taken, the tests above run.
+ */
+Test(filter, fails_closed_when_the_cage_cannot_be_bounded)
+{
+	static const struct filter_limits defaults = FILTER_LIMITS_DEFAULT;
+	struct fixture f;
+	struct clip_error *e = NULL;
+	char *p;
+	int r;
+
+	setup(&f, "x");
+	p = script(&f, "pass", "#!/bin/sh\nexit 0\n");
+	r = deliver_filter_with(f.ctx, &f.d, p, &defaults, &e);
+	if (r == 0)
+		cr_skip_test("this host bounds the filter's cage: the refusal is not reached");
+	assert_errno(r, -EIO);
+	cr_assert(strstr(clip_error_get_message(e),
+			 "is not run: this host cannot bound the memory and tasks of its cage"),
+		  "%s", clip_error_get_message(e));
+	clip_error_free(e);
 	free(p);
 	teardown(&f);
 }
