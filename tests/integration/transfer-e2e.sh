@@ -227,7 +227,15 @@ start_clipd || true
 "$peer" "$d/run/low.sock" retry 100 "$d/src" high >"$d/retry.out" 2>&1 &
 client=$!
 kills=0
+# A clipd that never answers (it dies at each start) must fail the test,
+# not keep it restarting until meson's timeout.
+deadline=$((SECONDS + 60))
 while kill -0 "$client" 2>/dev/null; do
+	if [ "$SECONDS" -ge "$deadline" ]; then
+		echo "# the transfers were not all answered within 60 s"
+		kill "$client"
+		break
+	fi
 	# random points: 0 to 30 ms into the work
 	sleep "0.0$((RANDOM % 3))$((RANDOM % 10))"
 	kill -9 "$clipd_pid" 2>/dev/null && kills=$((kills + 1))
