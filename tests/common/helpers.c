@@ -5,9 +5,11 @@
 #include <ftw.h>
 #include <grp.h>
 #include <linux/magic.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -131,6 +133,40 @@ test_drop_privileges(void)
 	if (setgroups(0, NULL) < 0 || setresgid(TEST_GID, TEST_GID, TEST_GID) < 0 ||
 	    setresuid(TEST_UID, TEST_UID, TEST_UID) < 0)
 		_exit(99);
+}
+
+static int
+write_map(const char *file, const char *text)
+{
+	int fd = open(file, O_WRONLY | O_CLOEXEC);
+	bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+
+	if (fd >= 0)
+		close(fd);
+	return ok ? 0 : -1;
+}
+
+int
+test_unshare_mount(void)
+{
+	if (geteuid() != 0) {
+		char uid_map[64], gid_map[64];
+
+		snprintf(uid_map, sizeof(uid_map), "0 %u 1", (unsigned)geteuid());
+		snprintf(gid_map, sizeof(gid_map), "0 %u 1", (unsigned)getegid());
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+			return 77;
+		if (write_map("/proc/self/setgroups", "deny") < 0)
+			return 90;
+		if (write_map("/proc/self/uid_map", uid_map) < 0)
+			return 91;
+		if (write_map("/proc/self/gid_map", gid_map) < 0)
+			return 92;
+	} else if (unshare(CLONE_NEWNS) < 0)
+		return 93;
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return 94;
+	return 0;
 }
 
 int

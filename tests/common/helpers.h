@@ -35,6 +35,15 @@ void test_drop_privileges(void);
  */
 int test_run_unprivileged(int (*fn)(void *), void *userdata);
 
+/*
+ * Enter a private mount namespace (for a child: it cannot be left). Not
+ * root, in a user namespace of its own first, whose uid and gid 0 are the
+ * caller's. Returns 0, 77 when no user namespace can be made here, or the
+ * step that failed: 90 setgroups, 91 uid_map, 92 gid_map, 93 the mount
+ * namespace (root), 94 the private propagation.
+ */
+int test_unshare_mount(void);
+
 bool test_is_root(void);
 
 /* @text parsed as a level, or the test fails with the parser's message. */

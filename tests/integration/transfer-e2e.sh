@@ -263,23 +263,28 @@ stop_all
 expect 0 "the log verifies after the restarts" -- "$clipctl" --state-dir "$d/state" audit verify
 
 echo "# a full inbox (a small tmpfs in a private mount namespace)"
-if [ "$(id -u)" -ne 0 ] || ! unshare -m true 2>/dev/null; then
-	skip "a full inbox gives a clear error" "needs root for a private mount namespace"
+# Not root: in a user namespace where the caller keeps its uid, and its
+# capabilities there for the mount; clipd runs without them, rootless.
+ns=(unshare -m)
+[ "$(id -u)" -eq 0 ] || ns=(unshare --user --map-current-user --mount --keep-caps)
+if ! "${ns[@]}" true 2>/dev/null; then
+	skip "a full inbox gives a clear error" "no private mount namespace here (${ns[*]} refused)"
 else
 	setup full "low high allow" "low s0" "high s2"
 	head -c 1048576 /dev/urandom >"$base/mib"
 	head -c 3145728 /dev/urandom >"$base/mib3"
 	mkfifo "$d/ready"
-	out=$(unshare -m bash -c '
+	out=$("${ns[@]}" bash -c '
 		mount -t tmpfs -o size=64k tmpfs "$1/in-high" || exit 99
-		"$2" --config "$1/cfg" --state-dir "$1/state" --agent-socket "$1/run/confirm.sock" --ready-fd 3 3>"$1/ready" 2>>"$1/clipd.log" &
+		[ -z "$6" ] || drop=(setpriv --inh-caps=-all --ambient-caps=-all --)
+		"${drop[@]}" "$2" --config "$1/cfg" --state-dir "$1/state" --agent-socket "$1/run/confirm.sock" --ready-fd 3 ${6:+"$6"} 3>"$1/ready" 2>>"$1/clipd.log" &
 		read -r line <"$1/ready"
 		"$3" transfer send "$4" --to high --socket "$1/run/low.sock"; echo "rc=$?"
 		echo "left=$(ls -A "$1/in-high" | wc -l)"
 		# Over one chunk: copied by the writer thread, whose error comes back the same way.
 		"$3" transfer send "$5" --to high --socket "$1/run/low.sock"; echo "rc3=$?"
 		echo "left3=$(ls -A "$1/in-high" | wc -l)"
-		kill %1' _ "$d" "$clipd" "$clipctl" "$base/mib" "$base/mib3" 2>&1)
+		kill %1; wait' _ "$d" "$clipd" "$clipctl" "$base/mib" "$base/mib3" "$mode" 2>&1)
 	like "a full inbox: the requester is told" "$out" "failed: cannot take the document: the target inbox is full"
 	like "a full inbox: exit 1" "$out" "rc=1"
 	like "a full inbox: nothing left behind" "$out" "left=0"

@@ -252,32 +252,10 @@ Test(exec, context_after_fork)
 static int
 enter_noexec(const char *dir)
 {
-	if (geteuid() != 0) {
-		uid_t uid = geteuid();
-		gid_t gid = getegid();
-		char map[64];
-		int fd;
+	int r = test_unshare_mount();
 
-		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
-			return 77;
-		fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, "deny", 4) != 4)
-			return 90;
-		close(fd);
-		snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
-		fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, map, strlen(map)) != (ssize_t)strlen(map))
-			return 91;
-		close(fd);
-		snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
-		fd = open("/proc/self/gid_map", O_WRONLY | O_CLOEXEC);
-		if (fd < 0 || write(fd, map, strlen(map)) != (ssize_t)strlen(map))
-			return 92;
-		close(fd);
-	} else if (unshare(CLONE_NEWNS) < 0)
-		return 93;
-	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-		return 94;
+	if (r)
+		return r;
 	if (mount("clip-noexec", dir, "tmpfs", MS_NOEXEC, "mode=0755") < 0)
 		return 95;
 	return 0;
