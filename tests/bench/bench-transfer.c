@@ -56,6 +56,10 @@ listen_at(const char *path)
 static void __attribute__((noreturn)) serve(int ready_fd, int stop_fd)
 {
 	static const char policy_text[] = "src dst allow\n";
+	/* trusted.* labels need root; another user labels in user.* (rootless). */
+	const struct clip_mediator_opts opts = { .size = sizeof(opts),
+						 .label_flags =
+							 geteuid() == 0 ? 0 : CLIP_LABEL_ROOTLESS };
 	struct clip_ctx *ctx = NULL;
 	struct clip_policy *policy = NULL;
 	struct clip_audit *audit = NULL;
@@ -70,7 +74,7 @@ static void __attribute__((noreturn)) serve(int ready_fd, int stop_fd)
 	ok &= clip_ctx_new(&ctx) == 0 && clip_ctx_set_state_dir(ctx, path) == 0;
 	ok &= ok && clip_policy_parse(&policy, policy_text, strlen(policy_text), "bench", &e) == 0;
 	ok &= ok && clip_audit_open(&audit, ctx, dfd, "audit.log", 0, &e) == 0;
-	ok &= ok && clip_mediator_new(&m, ctx, policy, audit, NULL, &e) == 0;
+	ok &= ok && clip_mediator_new(&m, ctx, policy, audit, &opts, &e) == 0;
 	ok &= ok && clip_level_parse(&lo, "s0", NULL) == 0 &&
 	      clip_level_parse(&hi, "s1", NULL) == 0;
 	for (int i = 0; ok && i < 2; i++) {
