@@ -26,7 +26,7 @@ struct clip_ctx *test_ctx(const char *state_dir);
 /* Create @dir/@name with @content; returns an O_RDONLY fd. */
 int test_file(const char *dir, const char *name, const char *content);
 
-/* Drop to TEST_UID/TEST_GID for good (call in a child). */
+/* Drop to TEST_UID/TEST_GID for good (call in a child); root only (test_is_root()). */
 void test_drop_privileges(void);
 
 /*
@@ -44,6 +44,12 @@ int test_run_unprivileged(int (*fn)(void *), void *userdata);
  */
 int test_unshare_mount(void);
 
+/*
+ * Whether this is root of the host: uid 0 in the initial user namespace.
+ * uid 0 of a container's user namespace (unshare -Urm, rootless podman)
+ * has no trusted.* attributes, no other uid to switch or chown to: the
+ * tests take their unprivileged paths there.
+ */
 bool test_is_root(void);
 
 /* @text parsed as a level, or the test fails with the parser's message. */

@@ -4,9 +4,9 @@
 # demand, and the identities the scenarios run as. Source it after tap.sh.
 #
 # As root: `unshare -m`, and each scenario runs as root and as nobody
-# (setpriv). As another user: `unshare -Urm` (a user namespace where tmpfs
-# and bind mounts are allowed), and the scenarios run without capabilities
-# (setpriv --securebits +noroot). Everything lives in a tmpfs of the
+# (setpriv). As another user, or uid 0 of a container: `unshare -Urm` (a
+# user namespace where tmpfs and bind mounts are allowed), and the
+# scenarios run without capabilities (setpriv --securebits +noroot). Everything lives in a tmpfs of the
 # namespace, gone with it. Call enter_namespace before sourcing tap.sh,
 # then setup_mounts.
 
@@ -14,10 +14,12 @@
 # under AddressSanitizer, leaks at exit are theirs, not checked here.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
+. "$(dirname "${BASH_SOURCE[0]}")/../common/root.sh"
+
 # enter_namespace "$@": re-run the calling script inside its namespace.
 enter_namespace() {
 	[ -n "${CLIP_EXEC_NS:-}" ] && return 0
-	if [ "$(id -u)" -eq 0 ]; then
+	if is_root; then
 		CLIP_EXEC_NS=root exec unshare -m --propagation private -- "$BASH" "$0" "$@"
 	elif unshare -Urm true 2>/dev/null; then
 		CLIP_EXEC_NS=user exec unshare -Urm --propagation private -- "$BASH" "$0" "$@"

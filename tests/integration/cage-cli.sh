@@ -29,7 +29,7 @@ expect 2 "cage run without a command" -- "${c[@]}" cage run --profile "$profiles
 # A capability kept by the profile, in every set, even for another uid.
 printf '[Cage]\nName=caps\n[Network]\nMode=loopback\n[Security]\nCapability=CAP_NET_BIND_SERVICE\n' >"$tap_tmp/caps.cage"
 uid=()
-[ "$(id -u)" = 0 ] && uid=(--uid 1000 --gid 1000)
+is_root && uid=(--uid 1000 --gid 1000)
 expect 0 "a profile keeping CAP_NET_BIND_SERVICE" -- "${c[@]}" cage run --profile "$tap_tmp/caps.cage" "${uid[@]}" -- sh -c 'grep -E "^Cap(Prm|Eff|Bnd|Amb)" /proc/self/status | cut -f2 | sort -u; id -u'
 is "only that capability, in the permitted, effective, bounding and ambient sets" "$(echo "$out" | head -1)" "0000000000000400"
 is "as the uid asked for" "$(echo "$out" | tail -1)" "${uid[1]:-0}"

@@ -16,7 +16,7 @@ trap 'kill $loop_pid $agent_pid 2>/dev/null; wait; rm -rf "$tap_tmp"' EXIT
 d=$tap_tmp/m
 mkdir "$d"
 mode=
-[ "$(id -u)" -eq 0 ] || mode=--rootless
+is_root || mode=--rootless
 ctl() { "$clipctl" --state-dir "$d/state" $mode "$@"; }
 
 # The example's stdout stays open on fd 4 while it runs: its first line

@@ -60,7 +60,7 @@ for fs in tmpfs ext4; do
 	esac
 	d=$(fs_dir "$magic" "$bases") || { not_ok "$fs: no writable $fs file system here"; continue; }
 	chmod 755 "$d"
-	if [ "$(id -u)" -eq 0 ]; then
+	if is_root; then
 		mkdir "$d/trusted"
 		scenario "$fs" "$d/trusted" trusted.clip.label
 		# Rootless mode as an unprivileged user, in a directory of theirs.

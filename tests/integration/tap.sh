@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # A few lines of TAP for the shell tests: each check is one TAP line, so a
 # failure names the exact step, and meson and tools/run-tests count them.
+. "$(dirname "${BASH_SOURCE[0]}")/../common/root.sh"
 n_tests=0
 n_failed=0
 

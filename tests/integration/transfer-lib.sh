@@ -6,7 +6,7 @@
 base=$(mktemp -d /dev/shm/clip-xfer-XXXXXX)
 trap 'stop_all; rm -rf "$base" "$tap_tmp"' EXIT
 mode=
-[ "$(id -u)" -eq 0 ] || mode=--rootless
+is_root || mode=--rootless
 
 pids=()
 stop_all() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done; pids=(); }
