@@ -1220,7 +1220,7 @@ Test(cage_life, each_limit_is_written_where_it_goes)
 	int pidfd;
 	pid_t pid;
 
-	if (geteuid() != 0)
+	if (!test_is_root())
 		cr_skip_test("not root: no cgroup limits on this host");
 	c = started_with(&ctx, text, "exec sleep 100", NULL, 0, &pidfd);
 	pid = pidfd_pid(pidfd);
@@ -1259,7 +1259,7 @@ started_limited(struct clip_ctx **ctx, const char *name, int *ret_pidfd, pid_t *
 	int *pids = NULL;
 	size_t n = 0;
 
-	if (geteuid() != 0)
+	if (!test_is_root())
 		cr_skip_test("not root: no cgroup limits on this host");
 	snprintf(text, sizeof(text), "[Cage]\nName=%s\n[Limits]\nTasksMax=16\n", name);
 	c = started_with(ctx, text, "exec sleep 100", NULL, 0, ret_pidfd);
@@ -1340,7 +1340,7 @@ Test(cage_life, a_start_removes_what_dead_launchers_left)
 	long pid_max = 0;
 	FILE *f;
 
-	if (geteuid() != 0)
+	if (!test_is_root())
 		cr_skip_test("not root: no cgroup limits on this host");
 	/* Its skips first, before any directory is made. */
 	c = new_or_skip(&ctx, "[Cage]\nName=sweep\n[Limits]\nTasksMax=16\n");
@@ -1383,7 +1383,7 @@ Test(cage_life, processes_join_the_cgroups_and_their_namespace)
 	ssize_t len;
 	FILE *f;
 
-	if (geteuid() != 0)
+	if (!test_is_root())
 		cr_skip_test("not root: no cgroup limits on this host");
 	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
 	fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
