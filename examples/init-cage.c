@@ -160,6 +160,8 @@ main(int argc, char **argv)
 	r = clip_cage_spawn(cage, &spawn, &pidfd, &error);
 	if (r < 0) {
 		fail(argv[2], r, error);
+		/* Its init would die with us, but leave its cgroups behind. */
+		clip_cage_stop(cage, 0, NULL);
 		goto out;
 	}
 	fprintf(stderr, "init-cage: %s runs in cage %s\n", argv[2],
