@@ -25,7 +25,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <dirent.h>
-#include <grp.h>
 #include <unistd.h>
 
 #include <linux/filter.h>
@@ -702,15 +701,23 @@ caps_apply(uint64_t caps)
 	return 0;
 }
 
+/*
+ * The system calls, not glibc's wrappers: those change the ids of every
+ * thread of the process (POSIX), signalling each and waiting for its
+ * answer. Here the process is a raw clone of a launcher that may have
+ * threads: glibc still lists them and would wait for them, for ever
+ * where one was still starting when the launcher cloned (seen with an
+ * init whose reaper thread had just been created).
+ */
 static int
 ids_set(uint32_t uid, uint32_t gid, bool rootless)
 {
 	/* Rootless: setgroups is denied in the namespace; the groups are unmapped. */
-	if (!rootless && setgroups(0, NULL) < 0)
+	if (!rootless && syscall(SYS_setgroups, 0, NULL) < 0)
 		return -1;
-	if (setresgid(gid, gid, gid) < 0)
+	if (syscall(SYS_setresgid, gid, gid, gid) < 0)
 		return -1;
-	return setresuid(uid, uid, uid);
+	return (int)syscall(SYS_setresuid, uid, uid, uid);
 }
 
 static int
