@@ -446,7 +446,9 @@ int clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr
  *	  newer <clip/cage.h>) is taken when what it adds is 0
  * @param ret_pidfd where a pidfd of the new process is stored (O_CLOEXEC);
  *	  the process is a child of the caller: reap it with
- *	  clip_cage_wait_process() or waitid(P_PIDFD)
+ *	  clip_cage_wait_process() or waitid(P_PIDFD); a reaper of the
+ *	  caller's own (waitpid(-1)) may take it too, see
+ *	  clip_cage_wait_process()
  * @return 0, or -EINVAL, -E2BIG (more than 4096 arguments, or a larger opts
  *	   that sets what this version does not know), -ENOMEM,
  *	   -EBADF (a bad fd in opts), -ECHILD (the cage is not running),
@@ -489,10 +491,19 @@ int clip_cage_start_spawn(struct clip_cage *cage, unsigned flags,
 /**
  * clip_cage_wait_process - wait for a spawned process and reap it
  *
+ * The cage's init and the helper that spawns are cloned with no exit
+ * signal: waitpid(-1) and waitid(P_ALL) of the caller never see them
+ * (unless given __WALL or __WCLONE). A spawned process is the same until
+ * it executes its command (execve() gives it SIGCHLD back); a reaper of
+ * the caller's (an init's waitpid(-1)) may take it from then on, and its
+ * status is still returned here, from its pidfd (Linux 6.15). The rule
+ * for such a reaper: never __WALL or __WCLONE; and before Linux 6.15,
+ * leave the spawned processes alone (see clip-cage(3)).
+ *
  * @param pidfd from clip_cage_spawn() or clip_cage_start_spawn()
  * @param ret_status its exit status, or 128 + the signal that killed it
- * @return 0, or -EINVAL, -ECHILD (not a process spawned in this cage, or
- *	   already waited for).
+ * @return 0, or -EINVAL, -ECHILD (not a process spawned in this cage,
+ *	   already waited for, or reaped by another before Linux 6.15).
  * @since 0.1
  */
 int clip_cage_wait_process(struct clip_cage *cage, int pidfd, int *ret_status);

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <linux/filter.h>
 
@@ -312,6 +313,18 @@ long cage_clone3(struct clone_args *ca);
 #define CAGE_NS_FLAGS \
 	(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWNET)
 
+/*
+ * The processes the caller gets (the cage's init, the spawn helper and the
+ * processes it clones with CLONE_PARENT) are cloned with no exit signal:
+ * to the kernel they are "clone children", which waitpid(-1, ...) and
+ * waitid(P_ALL, ...) pass over unless given __WALL or __WCLONE, and which
+ * no SIGCHLD announces nor SIG_IGN reaps. An embedding init's reaper then
+ * cannot take their statuses; the library waits for them by pidfd (or
+ * pid) with these flags.
+ */
+#define CAGE_EXIT_SIGNAL 0
+#define CAGE_WAIT_FLAGS (WEXITED | __WALL)
+
 struct spawned {
 	pid_t pid; /* 0 once the caller has collected the status */
 	int pidfd;
@@ -319,6 +332,7 @@ struct spawned {
 	struct stat given; /* its inode: unique per process with pidfs (Linux 6.9) */
 	int status;
 	bool reaped;
+	bool lost; /* reaped by another, its status unknown (before Linux 6.15) */
 	bool via_init; /* the first process: init's child, its status comes on the socket */
 };
 
@@ -371,6 +385,10 @@ int cage_timeout_error(struct clip_error **reterr, const struct clip_cage_profil
  */
 int cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p,
 		      long long deadline_ms, int *ret_fd, struct clip_error **reterr);
+
+/* What a child's MSG_ERROR @m says, as cage_child_report() does. */
+int cage_msg_error(const struct cage_msg *m, bool rootless, const struct clip_cage_profile *p,
+		   struct clip_error **reterr);
 
 /* pidfd_open(2) and pidfd_send_signal(2), through syscall(2). */
 int cage_pidfd_open(pid_t pid);

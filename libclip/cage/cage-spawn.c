@@ -6,7 +6,11 @@
  * spawn: a helper forked from the caller joins the cgroups, setns()es
  *        into all the init's namespaces through its pidfd, and clone()s
  *        with CLONE_PARENT the process that restricts itself and executes;
- *        so the process is the caller's child, a pidfd of it is race-free.
+ *        so the process is the caller's child, with a pidfd from its clone.
+ *        Both are cloned with no exit signal (CAGE_EXIT_SIGNAL), out of
+ *        reach of the caller's own reaper (an init's waitpid(-1)), until
+ *        the process's execve() gives it SIGCHLD back: a status such a
+ *        reaper took then comes from the pidfd (status_of_reaped()).
  * first: the first process of clip_cage_start_spawn() is init's child
  *        instead: its pidfd comes from init with "ready", its status on
  *        the socket to init once init has reaped it.
@@ -106,50 +110,110 @@ first_collect(struct clip_cage *c, struct spawned *s, bool block)
 	c->sock = -1;
 }
 
+/*
+ * PIDFD_GET_INFO (Linux 6.13) with PIDFD_INFO_EXIT (Linux 6.15): the exit
+ * status of a process already reaped, kept for whoever holds a pidfd of
+ * it. The first published struct (64 bytes), which has exit_code.
+ */
+struct pidfd_info_v0 {
+	uint64_t mask;
+	uint64_t cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+};
+
+#define CAGE_PIDFD_GET_INFO _IOWR(0xFF, 11, struct pidfd_info_v0)
+#define CAGE_PIDFD_INFO_EXIT (UINT64_C(1) << 3)
+
+/*
+ * The status of a spawned process that someone else reaped: an embedding
+ * init's waitpid(-1), which takes it once the process has executed its
+ * command (execve() gives it back the exit signal that CAGE_EXIT_SIGNAL
+ * took away). The reaper marks it dead a moment before the kernel records
+ * its exit, hence the few retries. -ECHILD where the kernel cannot tell
+ * (before Linux 6.15): clip-cage(3) gives the reaper its rule there.
+ */
+static int
+status_of_reaped(int pidfd, int *ret_status)
+{
+	for (int i = 0; i < 1000; i++) {
+		struct pidfd_info_v0 info = { .mask = CAGE_PIDFD_INFO_EXIT };
+
+		if (ioctl(pidfd, CAGE_PIDFD_GET_INFO, &info) < 0)
+			return -ECHILD;
+		if (info.mask & CAGE_PIDFD_INFO_EXIT) {
+			*ret_status = WIFEXITED(info.exit_code) ? WEXITSTATUS(info.exit_code)
+								: 128 + WTERMSIG(info.exit_code);
+			return 0;
+		}
+		(void)poll(NULL, 0, 1);
+	}
+	return -ECHILD;
+}
+
+/*
+ * Reap @s, a process spawned from outside (not the first), or take its
+ * status where another reaped it: 0 once its status is in, -EAGAIN while
+ * it runs (without @block: else it waits), -ECHILD when its status is lost.
+ */
+static int
+spawned_collect(struct spawned *s, bool block)
+{
+	siginfo_t si = { 0 };
+	int r = 0;
+
+	for (;;) {
+		if (waitid(P_PIDFD, (id_t)s->pidfd, &si, CAGE_WAIT_FLAGS | (block ? 0 : WNOHANG)) ==
+		    0) {
+			if (si.si_pid == 0)
+				return -EAGAIN;
+			s->status = exit_status(&si);
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		/* Not our child any more: another reaped it. */
+		r = status_of_reaped(s->pidfd, &s->status);
+		break;
+	}
+	s->reaped = true;
+	s->lost = r < 0;
+	close(s->pidfd);
+	s->pidfd = -1;
+	return r;
+}
+
 /* Reap the processes we spawned that have exited (all of them when @block). */
 void
 cage_spawned_reap(struct clip_cage *c, bool block)
 {
 	for (size_t i = 0; i < c->n_spawned; i++) {
 		struct spawned *s = &c->spawned[i];
-		siginfo_t si = { 0 };
 
 		if (s->reaped)
 			continue;
-		if (s->via_init) {
+		if (s->via_init)
 			first_collect(c, s, block);
-			continue;
-		}
-		if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) < 0 ||
-		    si.si_pid == 0)
-			continue;
-		s->reaped = true;
-		s->status = exit_status(&si);
-		close(s->pidfd);
-		s->pidfd = -1;
+		else
+			(void)spawned_collect(s, block);
 	}
 }
 
+/* A process just cloned, and our pidfd of it (which it takes). */
 static int
-spawned_add(struct clip_cage *c, pid_t pid)
+spawned_add(struct clip_cage *c, pid_t pid, int pidfd)
 {
 	struct spawned *s;
-	int fd;
 
 	/* Forget those whose status the caller has collected. */
 	for (size_t i = 0; i < c->n_spawned; i++)
 		if (c->spawned[i].reaped && c->spawned[i].pid == 0)
 			c->spawned[i--] = c->spawned[--c->n_spawned];
-	fd = cage_pidfd_open(pid);
-	if (fd < 0)
-		return -errno;
 	s = realloc(c->spawned, (c->n_spawned + 1) * sizeof(*s));
-	if (!s) {
-		close(fd);
+	if (!s)
 		return -ENOMEM;
-	}
 	c->spawned = s;
-	c->spawned[c->n_spawned++] = (struct spawned){ .pid = pid, .pidfd = fd };
+	c->spawned[c->n_spawned++] = (struct spawned){ .pid = pid, .pidfd = pidfd };
 	return 0;
 }
 
@@ -160,7 +224,7 @@ spawned_drop_last(struct clip_cage *c)
 	struct spawned *s = &c->spawned[c->n_spawned - 1];
 	siginfo_t si;
 
-	(void)waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED);
+	(void)waitid(P_PIDFD, (id_t)s->pidfd, &si, CAGE_WAIT_FLAGS);
 	close(s->pidfd);
 	c->n_spawned--;
 }
@@ -222,9 +286,13 @@ cgroupns_open(struct clip_cage *c)
 _Noreturn static void
 spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 {
-	struct clone_args ca = { .flags = CLONE_PARENT };
 	struct cage_exec_args a = *args;
-	int v2 = c->cg.v2_fd, cgns;
+	int v2 = c->cg.v2_fd, cgns, pidfd = -1;
+	struct clone_args ca = {
+		.flags = CLONE_PARENT | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+	};
+	struct cage_msg m = { .type = MSG_PID };
 	long pid;
 
 	if (v2 < 0 && c->cg.v2) /* an attached cage */
@@ -259,8 +327,28 @@ spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 		a.cgroupns_fd = cgns;
 		cage_exec_main(&a);
 	}
-	cage_msg_send(err_fd, MSG_PID, 0, 0, (int)pid);
+	/* Its pidfd, made with it: the caller's own reaper may take it once it has executed. */
+	m.value = (int)pid;
+	if (send_fds(err_fd, &m, sizeof(m), &pidfd, 1) < 0) {
+		(void)cage_pidfd_signal(pidfd, SIGKILL);
+		_exit(1);
+	}
 	_exit(0);
+}
+
+/*
+ * The helper, as fork() would make it but with no exit signal: the process
+ * it clones with CLONE_PARENT takes its exit signal from it, and so is, as
+ * the helper, out of reach of the caller's waitpid(-1) (CAGE_EXIT_SIGNAL).
+ * Not glibc's fork(): the helper, as every child of the library, makes
+ * system calls only (cage-child.c).
+ */
+static pid_t
+helper_fork(void)
+{
+	struct clone_args ca = { .exit_signal = CAGE_EXIT_SIGNAL };
+
+	return (pid_t)cage_clone3(&ca);
 }
 
 /* Checked spawn options, ours (cage_spawn_opts_copy_in()), into what the process needs. */
@@ -306,69 +394,83 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 {
 	long long deadline = now_ms() + cage_profile_start_timeout_ms(c->profile);
 	struct cage_exec_args args;
-	_cleanup_close_ int rfd = -1;
-	struct cage_msg m;
+	_cleanup_close_ int sock = -1;
+	struct cage_msg m = { 0 };
 	pid_t helper, pid = 0;
-	int pipefd[2], status, r = 0;
+	int sv[2], status, pidfd = -1, r = 0;
 	ssize_t n;
 
 	r = cage_spawn_prepare(c, o, &args, reterr);
 	if (r < 0)
 		return r;
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return -errno;
-	rfd = pipefd[0];
-	args.err_fd = pipefd[1];
-	helper = fork();
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return error_set_errno(reterr, -errno, "%s: socketpair", c->profile->name);
+	sock = sv[0];
+	args.err_fd = sv[1];
+	helper = helper_fork();
 	if (helper < 0) {
-		close(pipefd[1]);
-		return error_set_errno(reterr, -errno, "fork");
+		close(sv[1]);
+		return error_set_errno(reterr, -errno, "%s: cannot fork the spawn helper",
+				       c->profile->name);
 	}
 	if (helper == 0) {
-		close(rfd);
-		spawn_helper(c, &args, pipefd[1]);
+		close(sock);
+		spawn_helper(c, &args, sv[1]);
 	}
-	close(pipefd[1]);
-	while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+	close(sv[1]);
+	while (waitpid(helper, &status, __WALL) < 0 && errno == EINTR)
 		;
-	/* The pid first, then nothing (executed) or an error; by the deadline. */
-	while ((n = wait_readable(rfd, deadline)) == 0 &&
-	       (n = read(rfd, &m, sizeof(m))) == sizeof(m) && m.type == MSG_PID)
+	/* The pid and a pidfd first, then nothing (executed) or an error; by the deadline. */
+	for (;;) {
+		int fd = -1;
+		size_t n_fds = 0;
+
+		n = wait_readable(sock, deadline);
+		if (n < 0)
+			break;
+		n = recv_fds(sock, &m, sizeof(m), &fd, 1, &n_fds);
+		if (n != sizeof(m) || m.type != MSG_PID || n_fds != 1 || pidfd >= 0) {
+			if (n_fds == 1)
+				close(fd);
+			break;
+		}
 		pid = m.value;
-	if (pid > 0)
-		r = spawned_add(c, pid);
+		pidfd = fd;
+	}
+	if (pidfd >= 0) {
+		r = spawned_add(c, pid, pidfd);
+		if (r < 0) {
+			/* Ours to reap all the same: killed, so that no one waits for it. */
+			(void)cage_pidfd_signal(pidfd, SIGKILL);
+			(void)waitid(P_PIDFD, (id_t)pidfd, &(siginfo_t){ 0 }, CAGE_WAIT_FLAGS);
+			close(pidfd);
+			return r;
+		}
+	}
 	if (n == -ETIMEDOUT) {
-		/* Our child (CLONE_PARENT), not reaped: its pid is still its own. */
-		if (pid > 0)
-			(void)kill(pid, SIGKILL);
-		if (pid > 0 && r >= 0)
+		/* Our child (CLONE_PARENT), not reaped, killed through its pidfd. */
+		if (pidfd >= 0) {
+			(void)cage_pidfd_signal(pidfd, SIGKILL);
 			spawned_drop_last(c);
-		else if (pid > 0)
-			(void)waitpid(pid, &status, 0);
+		}
 		return cage_timeout_error(reterr, c->profile, "the process's set-up");
 	}
 	if (n == sizeof(m) && m.type == MSG_ERROR) {
-		/* Put the message back in front of the reader. */
-		int s[2];
-
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s) == 0) {
-			cage_msg_send(s[1], m.type, m.step, m.error, m.value);
-			close(s[1]);
-			r = cage_child_report(s[0], c->rootless, c->profile, -1, NULL, reterr);
-			close(s[0]);
-		} else
-			r = -EIO;
-		if (pid > 0)
+		r = cage_msg_error(&m, c->rootless, c->profile, reterr);
+		if (pidfd >= 0)
 			spawned_drop_last(c);
 		return r;
 	}
-	if (pid <= 0)
+	if (pidfd < 0)
 		return error_set(reterr, -EIO, "%s: the spawn helper failed", c->profile->name);
-	if (r < 0)
+	*ret_pidfd = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
+	if (*ret_pidfd < 0) {
+		r = error_set_errno(reterr, -errno, "%s: no pidfd for %s", c->profile->name,
+				    o->argv[0]);
+		(void)cage_pidfd_signal(pidfd, SIGKILL);
+		spawned_drop_last(c);
 		return r;
-	*ret_pidfd = cage_pidfd_open(pid);
-	if (*ret_pidfd < 0)
-		return error_set_errno(reterr, -errno, "pidfd_open");
+	}
 	c->spawned[c->n_spawned - 1].given_fd = *ret_pidfd;
 	(void)fstat(*ret_pidfd, &c->spawned[c->n_spawned - 1].given);
 	return 0;
@@ -466,19 +568,12 @@ clip_cage_wait_process(struct clip_cage *c, int pidfd, int *ret_status)
 			continue;
 		if (!s->reaped && s->via_init)
 			first_collect(c, s, true);
-		if (!s->reaped) {
-			siginfo_t si = { 0 };
-
-			while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0)
-				if (errno != EINTR)
-					return -ECHILD;
-			s->reaped = true;
-			s->status = exit_status(&si);
-			close(s->pidfd);
-			s->pidfd = -1;
-		}
-		*ret_status = s->status;
+		if (!s->reaped)
+			(void)spawned_collect(s, true);
 		s->pid = 0; /* collected */
+		if (s->lost)
+			return -ECHILD;
+		*ret_status = s->status;
 		return 0;
 	}
 	return -ECHILD;

@@ -5,7 +5,8 @@
  * cage-registry.c keeps the named cages and cage-net.c makes the veth pair.
  *
  * start: clone3(CLONE_PIDFD | all namespaces, CLONE_INTO_CGROUP where
- *        cgroup2 holds a limit) of an init, which waits until the parent
+ *        cgroup2 holds a limit, no exit signal so that the caller's own
+ *        reaper cannot take it) of an init, which waits until the parent
  *        has written its id maps, builds the file system while the parent
  *        makes the v1 cgroups, joins them, reports ready, drops
  *        everything and reaps; all by StartTimeoutSec=, or the start fails.
@@ -223,6 +224,24 @@ cage_timeout_error(struct clip_error **reterr, const struct clip_cage_profile *p
 			  cage_profile_start_timeout_ms(p) / 1000);
 }
 
+/* What a child's MSG_ERROR @m says, as cage_child_report() does. */
+int
+cage_msg_error(const struct cage_msg *m, bool rootless, const struct clip_cage_profile *p,
+	       struct clip_error **reterr)
+{
+	char buf[128];
+
+	if (rootless && m->error == EPERM && m->step <= STEP_PIVOT_ROOT)
+		return userns_error(-EPERM, reterr);
+	if (m->step == STEP_MOUNT_SOURCES && cage_source_path(p, m->value))
+		return cage_source_error(reterr, p, m->value, -m->error);
+	if (m->step == STEP_EXEC && (m->error == ENOENT || m->error == EACCES || m->error == EPERM))
+		return error_setf(reterr, -m->error, -1, "%s: cannot execute: %s", p->name,
+				  strerror_r(m->error, buf, sizeof(buf)));
+	return error_setf(reterr, -EIO, -1, "%s: failed while %s: %s", p->name,
+			  cage_step_names[m->step], strerror_r(m->error, buf, sizeof(buf)));
+}
+
 /*
  * The report of a child of @p's cage, by @deadline_ms (now_ms(); one in
  * the past reads only a report already there): 0 when ready, else -EIO
@@ -235,7 +254,6 @@ cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, long
 	const char *what = p->name;
 	struct cage_msg m;
 	int passed = -1, r;
-	char buf[128];
 	size_t n_fds;
 	ssize_t n;
 
@@ -261,15 +279,7 @@ cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, long
 	}
 	if (passed >= 0)
 		close(passed);
-	if (rootless && m.error == EPERM && m.step <= STEP_PIVOT_ROOT)
-		return userns_error(-EPERM, reterr);
-	if (m.step == STEP_MOUNT_SOURCES && cage_source_path(p, m.value))
-		return cage_source_error(reterr, p, m.value, -m.error);
-	if (m.step == STEP_EXEC && (m.error == ENOENT || m.error == EACCES || m.error == EPERM))
-		return error_setf(reterr, -m.error, -1, "%s: cannot execute: %s", what,
-				  strerror_r(m.error, buf, sizeof(buf)));
-	return error_setf(reterr, -EIO, -1, "%s: failed while %s: %s", what,
-			  cage_step_names[m.step], strerror_r(m.error, buf, sizeof(buf)));
+	return cage_msg_error(&m, rootless, p, reterr);
 }
 
 /*
@@ -339,7 +349,7 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD | CAGE_NS_FLAGS,
 		.pidfd = (uint64_t)(uintptr_t)&c->pidfd,
-		.exit_signal = SIGCHLD,
+		.exit_signal = CAGE_EXIT_SIGNAL, /* out of reach of the caller's own reaper */
 	};
 	long pid;
 
@@ -378,7 +388,7 @@ cage_kill_reap(struct clip_cage *c)
 
 	(void)cage_cgroups_kill(&c->cg);
 	(void)cage_pidfd_signal(c->pidfd, SIGKILL);
-	(void)waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED);
+	(void)waitid(P_PIDFD, (id_t)c->pidfd, &si, CAGE_WAIT_FLAGS);
 	close(c->pidfd);
 	c->pidfd = -1;
 }
@@ -760,18 +770,21 @@ wait_others(struct clip_cage *c, int *fds, size_t n, long long deadline)
 	for (;;) {
 		size_t alive = 0;
 		long long left = deadline - now_ms();
+		int k;
 
 		cage_spawned_reap(c, false);
 		for (size_t i = 0; i < n; i++)
 			pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-		if (poll(pfd, n, 0) < 0)
+		if (poll(pfd, n, 0) < 0 && errno != EINTR)
 			break;
 		for (size_t i = 0; i < n; i++)
 			if (!(pfd[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				pfd[alive++] = pfd[i];
 		if (alive == 0 || left <= 0)
 			break;
-		if (poll(pfd, alive, (int)left) <= 0)
+		/* A signal (an init's SIGCHLD) does not cut the grace short. */
+		k = poll(pfd, alive, (int)left);
+		if (k == 0 || (k < 0 && errno != EINTR))
 			break;
 	}
 	free(pfd);
@@ -815,7 +828,7 @@ cage_wait(struct clip_cage *c, int timeout_ms)
 	if (c->is_child) {
 		siginfo_t si;
 
-		(void)waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED);
+		(void)waitid(P_PIDFD, (id_t)c->pidfd, &si, CAGE_WAIT_FLAGS);
 	}
 	cage_spawned_reap(c, false);
 	cage_cgroups_destroy(&c->cg);

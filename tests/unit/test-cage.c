@@ -8,10 +8,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -850,13 +854,13 @@ hang_syscall(int nr)
 	return fd;
 }
 
-/* Whether this process has a child left, zombie or not. */
+/* Whether this process has a child left, zombie or not, the cage's (clone children) included. */
 static bool
 has_children(void)
 {
 	siginfo_t si = { 0 };
 
-	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == 0;
 }
 
 /*
@@ -1422,6 +1426,262 @@ Test(cage_life, processes_join_the_cgroups_and_their_namespace)
 	close(pidfd);
 	close(p[0]);
 	close(fds[0]);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * -- embedded in an init ------------------------------------------------
+ * An init reaps whatever dies under it, with a SIGCHLD handler looping on
+ * waitpid(-1, WNOHANG) or a thread blocked in waitpid(-1). Neither may
+ * take the status of a process spawned in a cage, nor the cage's init.
+ */
+
+#define REAPED_MAX 64
+
+static pid_t reaped[REAPED_MAX];
+static unsigned n_reaped; /* atomic: the handler and the thread add */
+static bool reaper_done;
+static int reaped_fd = -1; /* an eventfd, told of each */
+
+static void
+reaped_add(pid_t pid)
+{
+	unsigned i = __atomic_fetch_add(&n_reaped, 1, __ATOMIC_SEQ_CST);
+
+	if (i < REAPED_MAX)
+		reaped[i] = pid;
+	(void)!write(reaped_fd, &(uint64_t){ 1 }, sizeof(uint64_t));
+}
+
+static void
+on_sigchld(int sig)
+{
+	int saved = errno, status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+		reaped_add(pid);
+	errno = saved;
+}
+
+/* Blocked in waitpid(-1) while the decoy lives: woken by every child's exit. */
+static void *
+reaper_thread(void *userdata)
+{
+	int status;
+
+	while (!__atomic_load_n(&reaper_done, __ATOMIC_SEQ_CST)) {
+		pid_t pid = waitpid(-1, &status, 0);
+
+		if (pid > 0)
+			reaped_add(pid);
+		else if (errno == ECHILD)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/* Until @fd polls readable (a pidfd: its process has exited); then SIGCHLD, as an init gets. */
+static void
+exited_then_sigchld(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	while (poll(&pfd, 1, 10000) < 0 && errno == EINTR)
+		;
+	cr_assert(pfd.revents & POLLIN, "not exited within 10 s");
+	cr_assert_eq(raise(SIGCHLD), 0);
+}
+
+static bool
+was_reaped(pid_t pid)
+{
+	unsigned n = __atomic_load_n(&n_reaped, __ATOMIC_SEQ_CST);
+
+	for (unsigned i = 0; i < n && i < REAPED_MAX; i++)
+		if (reaped[i] == pid)
+			return true;
+	return false;
+}
+
+/* A reaper as an init has: the handler, and a thread blocked in waitpid(-1) beside an ordinary child. */
+struct reaper {
+	pthread_t thread;
+	pid_t decoy;
+	int decoy_fd; /* closing it ends the decoy */
+};
+
+static void
+reaper_start(struct reaper *r)
+{
+	struct sigaction sa = { .sa_handler = on_sigchld, .sa_flags = SA_RESTART | SA_NOCLDSTOP };
+	int p[2];
+
+	reaped_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cr_assert_geq(reaped_fd, 0);
+	cr_assert_eq(sigaction(SIGCHLD, &sa, NULL), 0);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	r->decoy = fork();
+	cr_assert_geq(r->decoy, 0);
+	if (r->decoy == 0) {
+		char x;
+
+		close(p[1]);
+		_exit(read(p[0], &x, 1) == 0 ? 0 : 1);
+	}
+	close(p[0]);
+	r->decoy_fd = p[1];
+	cr_assert_eq(pthread_create(&r->thread, NULL, reaper_thread, NULL), 0);
+}
+
+/* The decoy ends and the thread returns: the reaper did reap, and took the decoy. */
+static void
+reaper_stop(struct reaper *r)
+{
+	__atomic_store_n(&reaper_done, true, __ATOMIC_SEQ_CST);
+	close(r->decoy_fd);
+	cr_assert_eq(pthread_join(r->thread, NULL), 0);
+	cr_assert(was_reaped(r->decoy), "the reaper did not take its decoy");
+	close(reaped_fd);
+}
+
+/* Until the reaper has taken @pid (10 s at most). */
+static void
+wait_reaped(pid_t pid)
+{
+	struct pollfd pfd = { .fd = reaped_fd, .events = POLLIN };
+	long long deadline = now_ms() + 10000;
+	uint64_t n;
+
+	while (!was_reaped(pid) && now_ms() < deadline) {
+		(void)poll(&pfd, 1, 100);
+		(void)!read(reaped_fd, &n, sizeof(n));
+	}
+	cr_assert(was_reaped(pid), "pid %d not taken by the reaper", (int)pid);
+}
+
+/* The pid of @c's init. */
+static pid_t
+init_pid(struct clip_cage *c)
+{
+	int *pids = NULL;
+	size_t n = 0;
+	pid_t pid;
+
+	cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+	cr_assert_geq(n, 1);
+	pid = pids[0];
+	free(pids);
+	return pid;
+}
+
+/*
+ * A cage's init is a child of the caller that the reaper never sees: not
+ * while the cage runs, not when it ends by itself (before clip_cage_wait()),
+ * not when clip_cage_stop() kills it. The library reaps it.
+ */
+Test(cage_life, an_inits_reaper_never_takes_a_cages_init)
+{
+	struct clip_ctx *ctx = NULL, *ctx2 = NULL;
+	struct clip_cage *c, *ended;
+	pid_t inits[2];
+	struct reaper r;
+	int pidfd, first;
+
+	reaper_start(&r);
+	c = started(&ctx, H);
+	inits[0] = init_pid(c);
+	pidfd = spawn(c, "exec sleep 1000");
+	/* A cage that ends with its first process: its init exits under the reaper. */
+	ended = started_with_flags(&ctx2, H, CLIP_CAGE_START_END_WITH_FIRST, "exit 0", NULL, 0,
+				   &first);
+	inits[1] = init_pid(ended);
+	close(first);
+	exited_then_sigchld(clip_cage_get_fd(ended));
+	cr_assert_eq(clip_cage_get_state(ended), CLIP_CAGE_STOPPED);
+	cr_assert_eq(clip_cage_wait(ended, 10000), 0);
+	cr_assert_eq(raise(SIGCHLD), 0);
+	cr_assert_eq(clip_cage_stop(c, 100, NULL), 0);
+	cr_assert_eq(raise(SIGCHLD), 0);
+	close(pidfd);
+	reaper_stop(&r);
+	cr_assert_not(was_reaped(inits[0]), "the reaper took the init of a running cage");
+	cr_assert_not(was_reaped(inits[1]), "the reaper took the init of a cage that ended");
+	cr_assert_not(has_children(), "the library reaped what it made");
+	clip_cage_unref(c);
+	clip_cage_unref(ended);
+	clip_ctx_unref(ctx);
+	clip_ctx_unref(ctx2);
+}
+
+/* Whether the kernel keeps the status of a reaped process for its pidfds (Linux 6.15). */
+static bool
+kernel_keeps_exit_status(void)
+{
+	struct {
+		uint64_t mask, cgroupid;
+		uint32_t ids[11];
+		int32_t exit_code;
+	} info = { .mask = 1u << 3 };
+	pid_t pid = fork();
+	int fd, status;
+
+	if (pid == 0)
+		_exit(3);
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	if (ioctl(fd, _IOWR(0xFF, 11, info), &info) < 0 || !(info.mask & (1u << 3))) {
+		close(fd);
+		return false;
+	}
+	close(fd);
+	return WEXITSTATUS(info.exit_code) == 3;
+}
+
+/*
+ * A process spawned in a cage is an ordinary child once it has executed
+ * its command (execve() gives it an exit signal again): the reaper takes
+ * it, and clip_cage_wait_process() answers with its status all the same,
+ * from its pidfd.
+ */
+Test(cage_life, a_process_an_inits_reaper_took_still_reports_its_status)
+{
+	static const char *const scripts[] = { "read x; exit 0", "read x; exit 10",
+					       "read x; exit 255", "read x; kill -TERM $$" };
+	static const int want[] = { 0, 10, 255, 128 + SIGTERM };
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c;
+	struct reaper r;
+
+	if (!kernel_keeps_exit_status())
+		cr_skip_test("kernel before 6.15: no status of a reaped process (clip-cage(3))");
+	reaper_start(&r);
+	c = started(&ctx, H);
+	for (size_t i = 0; i < ELEMENTSOF(scripts); i++) {
+		const char *argv[] = { "/bin/sh", "-c", scripts[i], NULL };
+		struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv, .n_fds = 1 };
+		int p[2], pidfd = -1, status = -1;
+		struct clip_error *e = NULL;
+		pid_t pid;
+
+		/* It runs until its stdin closes: its pid is read while it is alive. */
+		cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+		o.fds = &p[0];
+		cr_assert_eq(clip_cage_spawn(c, &o, &pidfd, &e), 0, "spawn: %s",
+			     clip_error_get_message(e));
+		close(p[0]);
+		pid = pidfd_pid(pidfd);
+		close(p[1]);
+		wait_reaped(pid);
+		cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0, "%s", scripts[i]);
+		cr_assert_eq(status, want[i], "%s: status %d", scripts[i], status);
+		assert_errno(clip_cage_wait_process(c, pidfd, &status), -ECHILD);
+		close(pidfd);
+	}
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	reaper_stop(&r);
 	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
 }
