@@ -75,7 +75,7 @@ struct clip_cage_limits {
 struct clip_cage_spawn_opts {
 	uint32_t size; /* sizeof(struct clip_cage_spawn_opts) */
 	uint32_t n_fds; /* entries in fds, at most 64 */
-	const char *const *argv; /* argv[0] is searched in /usr/bin:/bin:/usr/sbin:/sbin */
+	const char *const *argv; /* argv[0] without a '/': see clip_cage_spawn() */
 	const char *const *envp; /* NULL: an empty environment */
 	const int *fds; /* fds[i] becomes fd i in the process; all others are closed */
 	const char *cwd; /* NULL: "/" */
@@ -91,13 +91,19 @@ struct clip_cage_spawn_opts {
  * (CLIP_CAGE_NET_NONE), no limit, no capability, the default system-call
  * deny-list, W^X off.
  *
+ * The setters below refuse a bad value with -EINVAL (-E2BIG for one entry
+ * too many) and a message in @reterr that names the value and says what
+ * is wrong with it ("bind target '/x/' ends with a slash ...").
+ *
  * @param ret where the new profile is stored; untouched on failure
  * @param name 1 to CLIP_CAGE_NAME_MAX characters of [A-Za-z0-9_.-], not
  *	  starting with '.' or '-'
+ * @param reterr optional
  * @return 0, or -EINVAL, -ENOMEM.
  * @since 0.1
  */
-int clip_cage_profile_new(struct clip_cage_profile **ret, const char *name);
+int clip_cage_profile_new(struct clip_cage_profile **ret, const char *name,
+			  struct clip_error **reterr);
 
 /**
  * clip_cage_profile_parse - parse a profile, see clip.cage(5)
@@ -171,10 +177,12 @@ const char *clip_cage_profile_get_name(const struct clip_cage_profile *profile);
 
 /**
  * clip_cage_profile_set_level - the confidentiality level of the cage
+ * @param reterr optional
  * @return 0, or -EINVAL, -ENOMEM.
  * @since 0.1
  */
-int clip_cage_profile_set_level(struct clip_cage_profile *profile, const struct clip_level *level);
+int clip_cage_profile_set_level(struct clip_cage_profile *profile, const struct clip_level *level,
+				struct clip_error **reterr);
 
 /**
  * clip_cage_profile_get_level - the level
@@ -187,21 +195,26 @@ const struct clip_level *clip_cage_profile_get_level(const struct clip_cage_prof
  * clip_cage_profile_set_root - a directory bound read-only as the cage's
  * root instead of the host's /usr and friends
  *
- * @param path an absolute path, or NULL for the default
- * @return 0, or -EINVAL (not absolute, "..", too long), -ENOMEM.
+ * @param path an absolute, normalised path (no ".", "..", "//" or trailing
+ *	  "/"), without spaces, ':' or '\\'; or NULL for the default
+ * @param reterr optional
+ * @return 0, or -EINVAL (the message says what is wrong with @path), -ENOMEM.
  * @since 0.1
  */
-int clip_cage_profile_set_root(struct clip_cage_profile *profile, const char *path);
+int clip_cage_profile_set_root(struct clip_cage_profile *profile, const char *path,
+			       struct clip_error **reterr);
 
 /**
  * clip_cage_profile_set_data_dir - the level's data directory, bound
  * read-write, noexec, nosuid and nodev at /data
  *
- * @param path an absolute path, or NULL for none
+ * @param path as clip_cage_profile_set_root(), or NULL for none
+ * @param reterr optional
  * @return 0, or -EINVAL, -ENOMEM.
  * @since 0.1
  */
-int clip_cage_profile_set_data_dir(struct clip_cage_profile *profile, const char *path);
+int clip_cage_profile_set_data_dir(struct clip_cage_profile *profile, const char *path,
+				   struct clip_error **reterr);
 
 /**
  * clip_cage_profile_add_bind - bind a host path into the cage
@@ -209,16 +222,17 @@ int clip_cage_profile_set_data_dir(struct clip_cage_profile *profile, const char
  * Read-only unless CLIP_CAGE_BIND_RW; read-write binds are always
  * noexec, nosuid and nodev.
  *
- * @param source an absolute host path
- * @param target an absolute path in the cage, or NULL for @source; not
- *	  /, /proc, /dev or beneath them
+ * @param source an absolute host path, as clip_cage_profile_set_root()
+ * @param target the same in the cage, or NULL for @source; not /, nor in
+ *	  /proc, /dev or /data, nor the target of another bind or tmpfs
  * @param flags 0 or CLIP_CAGE_BIND_RW
+ * @param reterr optional
  * @return 0, or -EINVAL, -E2BIG (more than CLIP_CAGE_BINDS_MAX binds and
  *	   tmpfs), -ENOMEM.
  * @since 0.1
  */
 int clip_cage_profile_add_bind(struct clip_cage_profile *profile, const char *source,
-			       const char *target, unsigned flags);
+			       const char *target, unsigned flags, struct clip_error **reterr);
 
 /**
  * clip_cage_profile_add_tmpfs - an empty tmpfs (nosuid, nodev, noexec)
@@ -226,7 +240,8 @@ int clip_cage_profile_add_bind(struct clip_cage_profile *profile, const char *so
  * @return as clip_cage_profile_add_bind().
  * @since 0.1
  */
-int clip_cage_profile_add_tmpfs(struct clip_cage_profile *profile, const char *target);
+int clip_cage_profile_add_tmpfs(struct clip_cage_profile *profile, const char *target,
+				struct clip_error **reterr);
 
 /**
  * clip_cage_profile_set_network - the cage's network
@@ -236,10 +251,12 @@ int clip_cage_profile_add_tmpfs(struct clip_cage_profile *profile, const char *t
  *	  (lo up and a veth pair, needs root)
  * @param address the cage's IPv4 address with a prefix ("10.7.0.2/24")
  *	  for CLIP_CAGE_NET_VETH, NULL otherwise
+ * @param reterr optional
  * @return 0, or -EINVAL, -ENOMEM.
  * @since 0.1
  */
-int clip_cage_profile_set_network(struct clip_cage_profile *profile, int mode, const char *address);
+int clip_cage_profile_set_network(struct clip_cage_profile *profile, int mode, const char *address,
+				  struct clip_error **reterr);
 
 /**
  * clip_cage_profile_set_limits - memory, tasks and CPU limits
@@ -247,41 +264,47 @@ int clip_cage_profile_set_network(struct clip_cage_profile *profile, int mode, c
  * @param limits its size member set to sizeof(struct clip_cage_limits): a
  *	  smaller struct (an older <clip/cage.h>) leaves the limits it lacks at
  *	  0, a larger one (a newer <clip/cage.h>) is taken when what it adds is 0
+ * @param reterr optional
  * @return 0, or -EINVAL (a bad value, or a struct smaller than 8 bytes),
  *	   -E2BIG (a larger struct that sets what this version does not know).
  * @since 0.1
  */
 int clip_cage_profile_set_limits(struct clip_cage_profile *profile,
-				 const struct clip_cage_limits *limits);
+				 const struct clip_cage_limits *limits, struct clip_error **reterr);
 
 /**
  * clip_cage_profile_add_capability - keep a capability (none by default)
  *
  * @param name "CAP_NET_BIND_SERVICE" or "net_bind_service"
+ * @param reterr optional
  * @return 0, or -EINVAL (unknown name).
  * @since 0.1
  */
-int clip_cage_profile_add_capability(struct clip_cage_profile *profile, const char *name);
+int clip_cage_profile_add_capability(struct clip_cage_profile *profile, const char *name,
+				     struct clip_error **reterr);
 
 /**
  * clip_cage_profile_add_syscall_deny - deny one more system call (EPERM)
  *
  * @param name a system call of this architecture, as seccomp knows it
+ * @param reterr optional
  * @return 0, or -EINVAL (unknown), -E2BIG (more than
  *	   CLIP_CAGE_SYSCALLS_MAX), -ENOMEM.
  * @since 0.1
  */
-int clip_cage_profile_add_syscall_deny(struct clip_cage_profile *profile, const char *name);
+int clip_cage_profile_add_syscall_deny(struct clip_cage_profile *profile, const char *name,
+				       struct clip_error **reterr);
 
 /**
  * clip_cage_profile_set_wx - W^X: set and lock SECBIT_EXEC_RESTRICT_FILE
  * and SECBIT_EXEC_DENY_INTERACTIVE in every process of the cage
  *
  * @param on 1 or 0
+ * @param reterr optional
  * @return 0, or -EINVAL.
  * @since 0.1
  */
-int clip_cage_profile_set_wx(struct clip_cage_profile *profile, int on);
+int clip_cage_profile_set_wx(struct clip_cage_profile *profile, int on, struct clip_error **reterr);
 
 /**
  * clip_cage_profile_set_measure - measure the cage into the TPM when it
@@ -294,10 +317,12 @@ int clip_cage_profile_set_wx(struct clip_cage_profile *profile, int on);
  * never touches the TPM.
  *
  * @param on 1 or 0
+ * @param reterr optional
  * @return 0, or -EINVAL.
  * @since 0.1
  */
-int clip_cage_profile_set_measure(struct clip_cage_profile *profile, int on);
+int clip_cage_profile_set_measure(struct clip_cage_profile *profile, int on,
+				  struct clip_error **reterr);
 
 /**
  * clip_cage_profile_set_start_timeout - how long a start or a spawn waits
@@ -311,10 +336,12 @@ int clip_cage_profile_set_measure(struct clip_cage_profile *profile, int on);
  * nothing of the cage; the spawn kills the process and fails the same way.
  *
  * @param seconds 1 to 3600, or 0 for the default
+ * @param reterr optional
  * @return 0, or -EINVAL.
  * @since 0.1
  */
-int clip_cage_profile_set_start_timeout(struct clip_cage_profile *profile, unsigned seconds);
+int clip_cage_profile_set_start_timeout(struct clip_cage_profile *profile, unsigned seconds,
+					struct clip_error **reterr);
 
 /**
  * clip_ctx_set_cage_mode - choose how the cages of a context are made
@@ -438,7 +465,10 @@ int clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr
  * init's pidfd, joins the cage's cgroups, starts a new session, keeps
  * only the chosen fds, changes to the uid and gid given, drops the
  * capabilities not in the profile, sets no_new_privs, the securebits,
- * Landlock and the seccomp filter, and executes argv.
+ * Landlock and the seccomp filter, and executes argv; argv[0] without a
+ * '/' is looked for in /usr/local/bin, /usr/bin, /bin, /usr/sbin and /sbin.
+ * A refusal names the culprit: the command, the option (a closed fds[0]
+ * is "the process's fd 0 (stdin)"), or the set-up step that failed.
  *
  * @param opts what to run; opts->size set to sizeof(struct
  *	  clip_cage_spawn_opts): a smaller struct (an older <clip/cage.h>, at

@@ -770,8 +770,6 @@ restrict_process(uint64_t caps, int fail_fd, const char *test)
 _Noreturn void
 cage_exec_main(const struct cage_exec_args *a)
 {
-	static const char *const path[] = { "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin",
-					    "/sbin" };
 	const char *const empty[] = { NULL };
 	const char *const *envp = a->envp ? a->envp : empty;
 	const char *test = a->test_disable;
@@ -807,8 +805,10 @@ cage_exec_main(const struct cage_exec_args *a)
 		execve(a->argv[0], (char *const *)a->argv, (char *const *)envp);
 		cage_child_fail(fail_fd, STEP_EXEC, errno);
 	}
-	for (size_t i = 0; i < ELEMENTSOF(path); i++) {
-		if (snprintf(file, sizeof(file), "%s/%s", path[i], a->argv[0]) >= (int)sizeof(file))
+	for (const char *dir = CAGE_EXEC_PATH, *end; *dir; dir = *end ? end + 1 : end) {
+		end = dir + strcspn(dir, ":");
+		if (snprintf(file, sizeof(file), "%.*s/%s", (int)(end - dir), dir, a->argv[0]) >=
+		    (int)sizeof(file))
 			continue;
 		execve(file, (char *const *)a->argv, (char *const *)envp);
 		if (errno != ENOENT && errno != ENOTDIR)

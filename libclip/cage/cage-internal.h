@@ -71,6 +71,28 @@ struct clip_cage_profile {
 
 DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
 
+/*
+ * A string of the caller's (a path, a name, a command) quoted in a message:
+ * its first 128 bytes, "..." after them, '?' for each byte that is not
+ * printable ASCII. Returns @buf.
+ */
+#define CAGE_SHOWN_MAX (128 + sizeof("..."))
+const char *cage_shown(const char *s, char buf[CAGE_SHOWN_MAX]);
+
+/* Where a command without a '/' is looked for in a cage. */
+#define CAGE_EXEC_PATH "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
+
+/* 0, or -EINVAL with what makes @name no cage name (it becomes a file name). */
+int cage_name_check(const char *name, struct clip_error **reterr);
+
+/*
+ * The argument checks of an exported function with a reterr
+ * (clip_assert_return()): a failed one is the caller's bug, and the
+ * message names the argument and says what is wrong with it.
+ */
+#define cage_assert_arg(expr, reterr, ...) \
+	clip_assert_return(expr, api_return(error_set(reterr, -EINVAL, __VA_ARGS__), reterr))
+
 /* How long a start or a spawn waits for the cage's set-up: StartTimeoutSec=, in ms. */
 unsigned cage_profile_start_timeout_ms(const struct clip_cage_profile *p);
 
@@ -364,6 +386,36 @@ DEFINE_UNREF_CLEANUP(struct clip_cage, clip_cage_unref)
 		clip_assert_return((c)->creator == getpid(), -ECHILD); \
 	} while (0)
 
+/* The same for functions with a reterr: the message says what was wrong. */
+#define cage_assert_error(c, reterr) \
+	do { \
+		cage_assert_arg(c, reterr, "%s: the cage is NULL", __func__); \
+		clip_assert_return( \
+			(c)->creator == getpid(), \
+			api_return(error_set(reterr, -ECHILD, \
+					     "%s: cage %s belongs to process %d, " \
+					     "not to this child of it", \
+					     __func__, (c)->profile->name, (int)(c)->creator), \
+				   reterr)); \
+	} while (0)
+
+/* The context's checks (ctx_assert_return_error()), said in the message (base/ctx-internal.h). */
+#define cage_ctx_assert_error(ctx, reterr) \
+	do { \
+		cage_assert_arg(ctx, reterr, "%s: the context is NULL", __func__); \
+		clip_assert_return((ctx)->pid == getpid(), \
+				   api_return(error_set(reterr, -ECHILD, \
+							"%s: the context belongs to process " \
+							"%d, not to this child of it", \
+							__func__, (int)(ctx)->pid), \
+					      reterr)); \
+	} while (0)
+
+/* A misuse of the API on cage @c: logged as a client bug, and said in the message. */
+#define cage_assert_log_arg(c, expr, reterr, ...) \
+	ctx_assert_log_return((c)->ctx, expr, \
+			      api_return(error_set(reterr, -EINVAL, __VA_ARGS__), reterr))
+
 /* The protections a test-hooks build switches off (CLIP_CAGE_TEST_DISABLE), or NULL. */
 const char *cage_test_disable(void);
 
@@ -383,12 +435,12 @@ int cage_timeout_error(struct clip_error **reterr, const struct clip_cage_profil
  * the past reads only a report already there): 0 when ready, else -EIO
  * (or -EPERM, -ETIMEDOUT) with what failed; a passed fd to @ret_fd.
  */
-int cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p,
+int cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, const char *argv0,
 		      long long deadline_ms, int *ret_fd, struct clip_error **reterr);
 
-/* What a child's MSG_ERROR @m says, as cage_child_report() does. */
+/* What a child's MSG_ERROR @m says, as cage_child_report() (@argv0: the command, or NULL). */
 int cage_msg_error(const struct cage_msg *m, bool rootless, const struct clip_cage_profile *p,
-		   struct clip_error **reterr);
+		   const char *argv0, struct clip_error **reterr);
 
 /* pidfd_open(2) and pidfd_send_signal(2), through syscall(2). */
 int cage_pidfd_open(pid_t pid);

@@ -55,29 +55,80 @@ name_valid(const char *name)
 	return true;
 }
 
-/* Absolute, normalised (no ".", "..", "//", trailing "/"), printable, no ':' or space. */
-static bool
-path_valid(const char *path)
+int
+cage_name_check(const char *name, struct clip_error **reterr)
+{
+	char shown[CAGE_SHOWN_MAX];
+
+	if (!name_valid(name))
+		return error_set(reterr, -EINVAL,
+				 "'%s' is not a cage name: 1 to %d of A-Z a-z 0-9 _ . -, not "
+				 "starting with . or -",
+				 cage_shown(name, shown), CLIP_CAGE_NAME_MAX);
+	return 0;
+}
+
+/*
+ * What keeps @path from being absolute and normalised (no ".", "..", "//",
+ * trailing "/"), printable, without ':' or '\\' or space: NULL if nothing.
+ */
+static const char *
+path_fault(const char *path)
 {
 	size_t n = strnlen(path, CAGE_PATH_MAX);
 
-	if (n == 0 || n >= CAGE_PATH_MAX || path[0] != '/')
-		return false;
+	if (n == 0)
+		return "is empty";
+	if (n >= CAGE_PATH_MAX)
+		return "is longer than 4095 bytes";
+	if (path[0] != '/')
+		return "is not absolute";
 	if (n > 1 && path[n - 1] == '/')
-		return false;
+		return "ends with a slash (paths are normalised)";
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)path[i];
 
-		if (c <= ' ' || c >= 0x7f || c == ':' || c == '\\')
-			return false;
+		if (c <= ' ' || c >= 0x7f)
+			return "has a space, a control character or a byte that is not ASCII";
+		if (c == ':' || c == '\\')
+			return "has a ':' or a '\\'";
 		if (c == '/' && path[i + 1] == '/')
-			return false;
-		if (c == '/' && path[i + 1] == '.' &&
-		    (path[i + 2] == '/' || path[i + 2] == '\0' ||
-		     (path[i + 2] == '.' && (path[i + 3] == '/' || path[i + 3] == '\0'))))
-			return false;
+			return "has an empty component, '//' (paths are normalised)";
+		if (c == '/' && path[i + 1] == '.' && (path[i + 2] == '/' || path[i + 2] == '\0'))
+			return "has a '.' component (paths are normalised)";
+		if (c == '/' && path[i + 1] == '.' && path[i + 2] == '.' &&
+		    (path[i + 3] == '/' || path[i + 3] == '\0'))
+			return "has a '..' component (paths are normalised)";
 	}
-	return true;
+	return NULL;
+}
+
+static bool
+path_valid(const char *path)
+{
+	return !path_fault(path);
+}
+
+/* -EINVAL with what is wrong with @path, @what ("bind source"), or 0. */
+static int
+path_check(const char *what, const char *path, const char *fault, struct clip_error **reterr)
+{
+	char shown[CAGE_SHOWN_MAX];
+
+	if (!fault)
+		return 0;
+	return error_set(reterr, -EINVAL, "%s '%s' %s", what, cage_shown(path, shown), fault);
+}
+
+const char *
+cage_shown(const char *s, char buf[CAGE_SHOWN_MAX])
+{
+	size_t n = 0;
+
+	for (; s[n] && n < CAGE_SHOWN_MAX - sizeof("..."); n++)
+		buf[n] = (unsigned char)s[n] < ' ' || (unsigned char)s[n] >= 0x7f ? '?' : s[n];
+	strcpy(buf + n, s[n] ? "..." : "");
+	return buf;
 }
 
 static bool
@@ -88,13 +139,21 @@ path_is_beneath(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-/* Where nothing may be mounted: the cage makes these itself. */
-static bool
-target_valid(const char *target)
+/* Where nothing may be mounted: the cage makes these itself. NULL, or why not @target. */
+static const char *
+target_fault(const char *target)
 {
-	return path_valid(target) && strcmp(target, "/") != 0 &&
-	       !path_is_beneath(target, "/proc") && !path_is_beneath(target, "/dev") &&
-	       !path_is_beneath(target, "/data");
+	const char *fault = path_fault(target);
+
+	if (fault)
+		return fault;
+	if (strcmp(target, "/") == 0)
+		return "is the cage's root, which Root= sets";
+	if (path_is_beneath(target, "/proc") || path_is_beneath(target, "/dev"))
+		return "is in /proc or /dev, which the cage mounts itself";
+	if (path_is_beneath(target, "/data"))
+		return "is in /data, where DataDirectory= goes";
+	return NULL;
 }
 
 uint32_t
@@ -126,19 +185,24 @@ profile_alloc(void)
 }
 
 CLIP_EXPORT int
-clip_cage_profile_new(struct clip_cage_profile **ret, const char *name)
+clip_cage_profile_new(struct clip_cage_profile **ret, const char *name, struct clip_error **reterr)
 {
 	_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
+	int r;
 
-	clip_assert_return(ret, -EINVAL);
-	clip_assert_return(name && name_valid(name), -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(ret, reterr, "%s: ret is NULL", __func__);
+	cage_assert_arg(name, reterr, "%s: the name is NULL", __func__);
+	r = cage_name_check(name, reterr);
+	if (r < 0)
+		return api_return(r, reterr);
 
 	p = profile_alloc();
 	if (!p)
-		return -ENOMEM;
+		return api_return(-ENOMEM, reterr);
 	p->name = strdup(name);
 	if (!p->name)
-		return -ENOMEM;
+		return api_return(-ENOMEM, reterr);
 	*ret = steal_ptr(p);
 	return 0;
 }
@@ -183,34 +247,39 @@ clip_cage_profile_get_level(const struct clip_cage_profile *p)
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_level(struct clip_cage_profile *p, const struct clip_level *level)
+clip_cage_profile_set_level(struct clip_cage_profile *p, const struct clip_level *level,
+			    struct clip_error **reterr)
 {
 	_cleanup_free_ char *text = NULL;
 	struct clip_level *copy = NULL;
 	int r;
 
-	clip_assert_return(p && level, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(level, reterr, "%s: the level is NULL", __func__);
 
 	/* A private copy: the caller's level is not ours to keep alive. */
 	r = clip_level_format(level, &text);
+	if (r >= 0)
+		r = clip_level_parse(&copy, text, reterr);
 	if (r < 0)
-		return r;
-	r = clip_level_parse(&copy, text, NULL);
-	if (r < 0)
-		return r;
+		return api_return(r, reterr);
 	clip_level_unref(p->level);
 	p->level = copy;
 	return 0;
 }
 
+/* @path, @what of a profile ("root directory"), into *@where. */
 static int
-set_path(char **where, const char *path)
+set_path(char **where, const char *what, const char *path, struct clip_error **reterr)
 {
 	char *copy = NULL;
+	int r;
 
 	if (path) {
-		if (!path_valid(path))
-			return -EINVAL;
+		r = path_check(what, path, path_fault(path), reterr);
+		if (r < 0)
+			return r;
 		copy = strdup(path);
 		if (!copy)
 			return -ENOMEM;
@@ -221,31 +290,48 @@ set_path(char **where, const char *path)
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_root(struct clip_cage_profile *p, const char *path)
+clip_cage_profile_set_root(struct clip_cage_profile *p, const char *path,
+			   struct clip_error **reterr)
 {
-	clip_assert_return(p, -EINVAL);
-	return set_path(&p->root, path);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+
+	return api_return(set_path(&p->root, "root directory", path, reterr), reterr);
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_data_dir(struct clip_cage_profile *p, const char *path)
+clip_cage_profile_set_data_dir(struct clip_cage_profile *p, const char *path,
+			       struct clip_error **reterr)
 {
-	clip_assert_return(p, -EINVAL);
-	return set_path(&p->data_dir, path);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+
+	return api_return(set_path(&p->data_dir, "data directory", path, reterr), reterr);
 }
 
+/* A bind of @source (a tmpfs when NULL) at @target: -EINVAL or -E2BIG with what is wrong. */
 static int
-mount_add(struct clip_cage_profile *p, const char *source, const char *target, bool rw)
+mount_add(struct clip_cage_profile *p, const char *source, const char *target, bool rw,
+	  struct clip_error **reterr)
 {
+	const char *what = source ? "bind target" : "tmpfs target";
+	char shown[CAGE_SHOWN_MAX];
 	struct cage_mount *m;
+	int r;
 
-	if ((source && !path_valid(source)) || !target_valid(target))
-		return -EINVAL;
+	r = source ? path_check("bind source", source, path_fault(source), reterr) : 0;
+	if (r >= 0)
+		r = path_check(what, target, target_fault(target), reterr);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < p->n_mounts; i++)
 		if (strcmp(p->mounts[i].target, target) == 0)
-			return -EINVAL;
+			return error_set(reterr, -EINVAL, "%s '%s' is already a %s target", what,
+					 cage_shown(target, shown),
+					 p->mounts[i].source ? "bind" : "tmpfs");
 	if (p->n_mounts >= CLIP_CAGE_BINDS_MAX)
-		return -E2BIG;
+		return error_set(reterr, -E2BIG, "%s '%s': more than %d binds and tmpfs", what,
+				 cage_shown(target, shown), CLIP_CAGE_BINDS_MAX);
 	m = &p->mounts[p->n_mounts];
 	*m = (struct cage_mount){ .rw = rw };
 	m->target = strdup(target);
@@ -262,20 +348,29 @@ mount_add(struct clip_cage_profile *p, const char *source, const char *target, b
 
 CLIP_EXPORT int
 clip_cage_profile_add_bind(struct clip_cage_profile *p, const char *source, const char *target,
-			   unsigned flags)
+			   unsigned flags, struct clip_error **reterr)
 {
-	clip_assert_return(p && source, -EINVAL);
-	clip_assert_return((flags & ~CLIP_CAGE_BIND_RW) == 0, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(source, reterr, "%s: the source is NULL", __func__);
+	cage_assert_arg((flags & ~CLIP_CAGE_BIND_RW) == 0, reterr,
+			"%s: flags 0x%x: only CLIP_CAGE_BIND_RW (0x%x) is known", __func__, flags,
+			CLIP_CAGE_BIND_RW);
 
-	return mount_add(p, source, target ? target : source, flags & CLIP_CAGE_BIND_RW);
+	return api_return(
+		mount_add(p, source, target ? target : source, flags & CLIP_CAGE_BIND_RW, reterr),
+		reterr);
 }
 
 CLIP_EXPORT int
-clip_cage_profile_add_tmpfs(struct clip_cage_profile *p, const char *target)
+clip_cage_profile_add_tmpfs(struct clip_cage_profile *p, const char *target,
+			    struct clip_error **reterr)
 {
-	clip_assert_return(p && target, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(target, reterr, "%s: the target is NULL", __func__);
 
-	return mount_add(p, NULL, target, true);
+	return api_return(mount_add(p, NULL, target, true, reterr), reterr);
 }
 
 static int
@@ -310,22 +405,34 @@ address_parse(const char *text, uint32_t *ret_addr, unsigned *ret_prefix)
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_network(struct clip_cage_profile *p, int mode, const char *address)
+clip_cage_profile_set_network(struct clip_cage_profile *p, int mode, const char *address,
+			      struct clip_error **reterr)
 {
+	char shown[CAGE_SHOWN_MAX];
 	uint32_t addr = 0;
 	unsigned prefix = 0;
 	char *copy = NULL;
 
-	clip_assert_return(p, -EINVAL);
-	clip_assert_return(mode >= CLIP_CAGE_NET_NONE && mode <= CLIP_CAGE_NET_VETH, -EINVAL);
-	clip_assert_return((mode == CLIP_CAGE_NET_VETH) == !!address, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(mode >= CLIP_CAGE_NET_NONE && mode <= CLIP_CAGE_NET_VETH, reterr,
+			"%s: mode %d is not CLIP_CAGE_NET_NONE, _LOOPBACK or _VETH", __func__,
+			mode);
+	cage_assert_arg(mode != CLIP_CAGE_NET_VETH || address, reterr,
+			"%s: CLIP_CAGE_NET_VETH needs the cage's address", __func__);
+	cage_assert_arg(mode == CLIP_CAGE_NET_VETH || !address, reterr,
+			"%s: an address is for CLIP_CAGE_NET_VETH only", __func__);
 
 	if (address) {
 		if (address_parse(address, &addr, &prefix) < 0)
-			return -EINVAL;
+			return api_return(error_set(reterr, -EINVAL,
+						    "address '%s' is not an IPv4 address with a "
+						    "prefix of 8 to 30 bits (10.7.0.2/24)",
+						    cage_shown(address, shown)),
+					  reterr);
 		copy = strdup(address);
 		if (!copy)
-			return -ENOMEM;
+			return api_return(-ENOMEM, reterr);
 	}
 	free(p->address);
 	p->address = copy;
@@ -336,12 +443,15 @@ clip_cage_profile_set_network(struct clip_cage_profile *p, int mode, const char 
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_limits(struct clip_cage_profile *p, const struct clip_cage_limits *limits)
+clip_cage_profile_set_limits(struct clip_cage_profile *p, const struct clip_cage_limits *limits,
+			     struct clip_error **reterr)
 {
 	struct clip_cage_limits l;
 	int r;
 
-	clip_assert_return(p && limits, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(limits, reterr, "%s: the limits are NULL", __func__);
 
 	/*
 	 * The caller's version of the struct (the rule of struct_copy_in()):
@@ -350,10 +460,14 @@ clip_cage_profile_set_limits(struct clip_cage_profile *p, const struct clip_cage
 	 * smallest accepted ends after the CPU quota, as it always did.
 	 */
 	r = struct_copy_in(&l, sizeof(l), limits, offsetof(struct clip_cage_limits, memory_max),
-			   "struct clip_cage_limits", NULL);
+			   "struct clip_cage_limits", reterr);
 	if (r < 0)
-		return r;
-	clip_assert_return(l.cpu_quota_percent <= CPU_QUOTA_MAX, -EINVAL);
+		return api_return(r, reterr);
+	if (l.cpu_quota_percent > CPU_QUOTA_MAX)
+		return api_return(error_set(reterr, -EINVAL,
+					    "CPU quota %u%%: more than %d%% (1000 CPUs)",
+					    l.cpu_quota_percent, CPU_QUOTA_MAX),
+				  reterr);
 	p->limits = l;
 	return 0;
 }
@@ -380,15 +494,23 @@ capability_parse(const char *name)
 }
 
 CLIP_EXPORT int
-clip_cage_profile_add_capability(struct clip_cage_profile *p, const char *name)
+clip_cage_profile_add_capability(struct clip_cage_profile *p, const char *name,
+				 struct clip_error **reterr)
 {
+	char shown[CAGE_SHOWN_MAX];
 	int cap;
 
-	clip_assert_return(p && name, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(name, reterr, "%s: the name is NULL", __func__);
 
 	cap = capability_parse(name);
 	if (cap < 0)
-		return cap;
+		return api_return(error_set(reterr, -EINVAL,
+					    "'%s' is not a capability (CAP_NET_BIND_SERVICE or "
+					    "net_bind_service)",
+					    cage_shown(name, shown)),
+				  reterr);
 	p->caps |= UINT64_C(1) << cap;
 	return 0;
 }
@@ -409,20 +531,30 @@ syscall_parse(const char *name)
 }
 
 CLIP_EXPORT int
-clip_cage_profile_add_syscall_deny(struct clip_cage_profile *p, const char *name)
+clip_cage_profile_add_syscall_deny(struct clip_cage_profile *p, const char *name,
+				   struct clip_error **reterr)
 {
+	char shown[CAGE_SHOWN_MAX];
 	int nr;
 
-	clip_assert_return(p && name, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(name, reterr, "%s: the name is NULL", __func__);
 
 	nr = syscall_parse(name);
 	if (nr < 0)
-		return nr;
+		return api_return(error_set(reterr, -EINVAL,
+					    "'%s' is not a system call of this architecture",
+					    cage_shown(name, shown)),
+				  reterr);
 	for (size_t i = 0; i < p->n_syscalls; i++)
 		if (p->syscalls[i] == nr)
 			return 0;
 	if (p->n_syscalls >= CLIP_CAGE_SYSCALLS_MAX)
-		return -E2BIG;
+		return api_return(error_set(reterr, -E2BIG,
+					    "system call %s: more than %d denied in a profile",
+					    name, CLIP_CAGE_SYSCALLS_MAX),
+				  reterr);
 	p->syscalls[p->n_syscalls++] = nr;
 	/* The filter is compiled again on next use. */
 	free(p->bpf);
@@ -431,25 +563,39 @@ clip_cage_profile_add_syscall_deny(struct clip_cage_profile *p, const char *name
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_wx(struct clip_cage_profile *p, int on)
+clip_cage_profile_set_wx(struct clip_cage_profile *p, int on, struct clip_error **reterr)
 {
-	clip_assert_return(p && (on == 0 || on == 1), -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(on == 0 || on == 1, reterr, "%s: on is %d, not 1 or 0", __func__, on);
+
 	p->wx = on;
 	return 0;
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_measure(struct clip_cage_profile *p, int on)
+clip_cage_profile_set_measure(struct clip_cage_profile *p, int on, struct clip_error **reterr)
 {
-	clip_assert_return(p && (on == 0 || on == 1), -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(on == 0 || on == 1, reterr, "%s: on is %d, not 1 or 0", __func__, on);
+
 	p->measure = on;
 	return 0;
 }
 
 CLIP_EXPORT int
-clip_cage_profile_set_start_timeout(struct clip_cage_profile *p, unsigned seconds)
+clip_cage_profile_set_start_timeout(struct clip_cage_profile *p, unsigned seconds,
+				    struct clip_error **reterr)
 {
-	clip_assert_return(p && seconds <= CAGE_START_TIMEOUT_MAX_S, -EINVAL);
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	if (seconds > CAGE_START_TIMEOUT_MAX_S)
+		return api_return(error_set(reterr, -EINVAL,
+					    "start timeout %u s: more than %u s (an hour)", seconds,
+					    CAGE_START_TIMEOUT_MAX_S),
+				  reterr);
+
 	p->start_timeout_s = seconds == CAGE_START_TIMEOUT_S ? 0 : seconds;
 	return 0;
 }
@@ -561,7 +707,7 @@ parse_one_path(struct parser *ps, const struct key *k, char *value, size_t offse
 		return key_error(
 			ps, k, offset, -EINVAL,
 			"'%.40s' is not an absolute, normalised path without ':' or spaces", value);
-	return set_path(where, value);
+	return set_path(where, k->name, value, NULL);
 }
 
 static int
@@ -655,7 +801,7 @@ add_bind(struct clip_cage_profile *p, const struct key *k, char *word)
 
 	if (colon)
 		*colon = '\0';
-	return mount_add(p, word, colon ? colon + 1 : word, strcmp(k->name, "Bind") == 0);
+	return mount_add(p, word, colon ? colon + 1 : word, strcmp(k->name, "Bind") == 0, NULL);
 }
 
 static int
@@ -669,7 +815,7 @@ parse_binds(struct parser *ps, const struct key *k, char *value, size_t offset)
 static int
 add_tmpfs(struct clip_cage_profile *p, const struct key *k, char *word)
 {
-	return mount_add(p, NULL, word, true);
+	return mount_add(p, NULL, word, true, NULL);
 }
 
 static int
@@ -759,7 +905,7 @@ parse_cpu(struct parser *ps, const struct key *k, char *value, size_t offset)
 static int
 add_cap(struct clip_cage_profile *p, const struct key *k, char *word)
 {
-	return clip_cage_profile_add_capability(p, word);
+	return clip_cage_profile_add_capability(p, word, NULL);
 }
 
 static int
@@ -771,7 +917,7 @@ parse_caps(struct parser *ps, const struct key *k, char *value, size_t offset)
 static int
 add_syscall(struct clip_cage_profile *p, const struct key *k, char *word)
 {
-	return clip_cage_profile_add_syscall_deny(p, word);
+	return clip_cage_profile_add_syscall_deny(p, word, NULL);
 }
 
 static int
@@ -966,8 +1112,9 @@ clip_cage_profile_parse(struct clip_cage_profile **ret, const char *filename, co
 			size_t size, struct clip_error **reterr)
 {
 	clip_assert_reterr(reterr);
-	clip_assert_return(ret, api_return(-EINVAL, reterr));
-	clip_assert_return(data || size == 0, api_return(-EINVAL, reterr));
+	cage_assert_arg(ret, reterr, "%s: ret is NULL", __func__);
+	cage_assert_arg(data || size == 0, reterr, "%s: data is NULL and size is %zu", __func__,
+			size);
 
 	return api_return(profile_parse(ret, filename, data ? data : "", size, reterr), reterr);
 }
@@ -981,7 +1128,7 @@ profile_load(struct clip_cage_profile **ret, int fd, const char *filename,
 	size_t n = 0;
 
 	if (fstat(fd, &st) < 0)
-		return error_set_errno(reterr, -errno, "%s", filename);
+		return error_set_errno(reterr, -errno, "%s: fd %d", filename, fd);
 	if (!S_ISREG(st.st_mode))
 		return error_set(reterr, -EMEDIUMTYPE, "%s: not a regular file", filename);
 	buf = malloc(CLIP_CAGE_PROFILE_SIZE_MAX + 1);
@@ -1007,8 +1154,11 @@ clip_cage_profile_load(struct clip_cage_profile **ret, int fd, const char *filen
 		       struct clip_error **reterr)
 {
 	clip_assert_reterr(reterr);
-	clip_assert_return(ret, api_return(-EINVAL, reterr));
-	clip_assert_return(fd >= 0, api_return(-EBADF, reterr));
+	cage_assert_arg(ret, reterr, "%s: ret is NULL", __func__);
+	clip_assert_return(fd >= 0,
+			   api_return(error_set(reterr, -EBADF,
+						"%s: fd %d is not a file descriptor", __func__, fd),
+				      reterr));
 
 	return api_return(profile_load(ret, fd, filename ? filename : "profile", reterr), reterr);
 }

@@ -332,15 +332,20 @@ CLIP_EXPORT int
 clip_cage_attach(struct clip_cage **ret, struct clip_ctx *ctx, const char *name,
 		 struct clip_error **reterr)
 {
-	struct clip_cage_profile *probe = NULL;
+	int r;
 
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	ctx_assert_log_return(ctx, ret && name, api_return(-EINVAL, reterr));
+	cage_ctx_assert_error(ctx, reterr);
+	ctx_assert_log_return(
+		ctx, ret,
+		api_return(error_set(reterr, -EINVAL, "%s: ret is NULL", __func__), reterr));
+	ctx_assert_log_return(
+		ctx, name,
+		api_return(error_set(reterr, -EINVAL, "%s: the name is NULL", __func__), reterr));
 	/* The same rule as profile names: it becomes a file name. */
-	if (clip_cage_profile_new(&probe, name) < 0)
-		return api_return(error_set(reterr, -EINVAL, "bad cage name"), reterr);
-	clip_cage_profile_unref(probe);
+	r = cage_name_check(name, reterr);
+	if (r < 0)
+		return api_return(r, reterr);
 
 	return api_return(cage_attach(ret, ctx, name, reterr), reterr);
 }
@@ -414,8 +419,10 @@ CLIP_EXPORT int
 clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr)
 {
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	ctx_assert_log_return(ctx, ret, api_return(-EINVAL, reterr));
+	cage_ctx_assert_error(ctx, reterr);
+	ctx_assert_log_return(
+		ctx, ret,
+		api_return(error_set(reterr, -EINVAL, "%s: ret is NULL", __func__), reterr));
 
 	return api_return(cage_list(ctx, ret, reterr), reterr);
 }

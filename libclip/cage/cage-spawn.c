@@ -229,26 +229,51 @@ spawned_drop_last(struct clip_cage *c)
 	c->n_spawned--;
 }
 
-static int
-spawn_check(const struct clip_cage_spawn_opts *o)
+/* The process's standard streams, for messages about its fds. */
+static const char *
+fd_name(uint32_t i)
 {
+	static const char *const names[] = { " (stdin)", " (stdout)", " (stderr)" };
+
+	return i < ELEMENTSOF(names) ? names[i] : "";
+}
+
+/* The options that the process cannot start with: -EINVAL, -E2BIG or -EBADF, and which. */
+static int
+spawn_check(const struct clip_cage_spawn_opts *o, struct clip_error **reterr)
+{
+	char shown[CAGE_SHOWN_MAX];
 	size_t n = 0;
 
-	if (!o->argv || !o->argv[0] || !o->argv[0][0])
-		return -EINVAL;
+	if (!o->argv || !o->argv[0])
+		return error_set(reterr, -EINVAL, "spawn options: argv is %s: no command",
+				 o->argv ? "empty" : "NULL");
+	if (!o->argv[0][0])
+		return error_set(reterr, -EINVAL, "spawn options: argv[0] is \"\": no command");
 	for (size_t i = 0; o->argv[i]; i++)
 		if (++n > SPAWN_ARGS_MAX)
-			return -E2BIG;
+			return error_set(reterr, -E2BIG, "%s: more than %d arguments",
+					 cage_shown(o->argv[0], shown), SPAWN_ARGS_MAX);
 	for (size_t i = 0; o->envp && o->envp[i]; i++)
 		if (++n > 2 * SPAWN_ARGS_MAX)
-			return -E2BIG;
-	if (o->n_fds > SPAWN_FDS_MAX || (o->n_fds && !o->fds))
-		return -EINVAL;
+			return error_set(reterr, -E2BIG,
+					 "%s: more than %d arguments and environment variables",
+					 cage_shown(o->argv[0], shown), 2 * SPAWN_ARGS_MAX);
+	if (o->n_fds > SPAWN_FDS_MAX)
+		return error_set(reterr, -EINVAL, "spawn options: n_fds is %u, more than %d",
+				 o->n_fds, SPAWN_FDS_MAX);
+	if (o->n_fds && !o->fds)
+		return error_set(reterr, -EINVAL, "spawn options: n_fds is %u and fds is NULL",
+				 o->n_fds);
 	for (uint32_t i = 0; i < o->n_fds; i++)
 		if (o->fds[i] < 0 || fcntl(o->fds[i], F_GETFD) < 0)
-			return -EBADF;
+			return error_set(reterr, -EBADF,
+					 "spawn options: fds[%u], the process's fd %u%s, is %d, "
+					 "which is not an open descriptor of the caller",
+					 i, i, fd_name(i), o->fds[i]);
 	if (o->cwd && o->cwd[0] != '/')
-		return -EINVAL;
+		return error_set(reterr, -EINVAL, "spawn options: cwd '%s' is not an absolute path",
+				 cage_shown(o->cwd, shown));
 	return 0;
 }
 
@@ -358,14 +383,18 @@ cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 {
 	int r;
 
-	r = spawn_check(o);
+	r = spawn_check(o, reterr);
 	if (r < 0)
-		return error_set(reterr, r, "bad spawn options (argv, fds, cwd)");
+		return r;
 	if (c->rootless && (o->uid != 0 || o->gid != 0))
-		return error_set(reterr, -EINVAL, "a rootless cage maps only uid and gid 0");
+		return error_set(reterr, -EINVAL,
+				 "spawn options: uid %u, gid %u: cage %s is rootless, it maps only "
+				 "uid and gid 0",
+				 o->uid, o->gid, c->profile->name);
 	if (o->uid >= CAGE_UID_RANGE || o->gid >= CAGE_UID_RANGE)
-		return error_set(reterr, -EINVAL, "uid and gid in a cage are below %u",
-				 CAGE_UID_RANGE);
+		return error_set(reterr, -EINVAL,
+				 "spawn options: uid %u, gid %u: a cage maps uids and gids 0 to %u",
+				 o->uid, o->gid, CAGE_UID_RANGE - 1);
 	r = cage_seccomp_compile(c->profile, reterr);
 	if (r < 0)
 		return r;
@@ -456,7 +485,7 @@ cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *o, int *ret_p
 		return cage_timeout_error(reterr, c->profile, "the process's set-up");
 	}
 	if (n == sizeof(m) && m.type == MSG_ERROR) {
-		r = cage_msg_error(&m, c->rootless, c->profile, reterr);
+		r = cage_msg_error(&m, c->rootless, c->profile, o->argv[0], reterr);
 		if (pidfd >= 0)
 			spawned_drop_last(c);
 		return r;
@@ -503,13 +532,17 @@ clip_cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *opts, in
 	int r;
 
 	clip_assert_reterr(reterr);
-	cage_assert_return(c, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, opts && ret_pidfd, api_return(-EINVAL, reterr));
+	cage_assert_error(c, reterr);
+	cage_assert_log_arg(c, opts, reterr, "%s: opts is NULL", __func__);
+	cage_assert_log_arg(c, ret_pidfd, reterr, "%s: ret_pidfd is NULL", __func__);
 	r = cage_spawn_opts_copy_in(c, &o, opts, reterr);
 	if (r < 0)
 		return api_return(r, reterr);
 	if (c->state != CLIP_CAGE_RUNNING)
-		return api_return(error_set(reterr, -ECHILD, "the cage is not running"), reterr);
+		return api_return(
+			error_set(reterr, -ECHILD, "cage %s is not running (%s)", c->profile->name,
+				  c->state == CLIP_CAGE_NEW ? "never started" : "stopped"),
+			reterr);
 
 	return api_return(cage_spawn(c, &o, ret_pidfd, reterr), reterr);
 }

@@ -71,8 +71,14 @@ clip_cage_new(struct clip_cage **ret, struct clip_ctx *ctx, struct clip_cage_pro
 	struct clip_cage *c;
 
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	ctx_assert_log_return(ctx, ret && profile, api_return(-EINVAL, reterr));
+	cage_ctx_assert_error(ctx, reterr);
+	ctx_assert_log_return(
+		ctx, ret,
+		api_return(error_set(reterr, -EINVAL, "%s: ret is NULL", __func__), reterr));
+	ctx_assert_log_return(
+		ctx, profile,
+		api_return(error_set(reterr, -EINVAL, "%s: the profile is NULL", __func__),
+			   reterr));
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -224,19 +230,22 @@ cage_timeout_error(struct clip_error **reterr, const struct clip_cage_profile *p
 			  cage_profile_start_timeout_ms(p) / 1000);
 }
 
-/* What a child's MSG_ERROR @m says, as cage_child_report() does. */
+/* What a child's MSG_ERROR @m says, as cage_child_report() (@argv0: the command, or NULL). */
 int
 cage_msg_error(const struct cage_msg *m, bool rootless, const struct clip_cage_profile *p,
-	       struct clip_error **reterr)
+	       const char *argv0, struct clip_error **reterr)
 {
-	char buf[128];
+	char buf[128], shown[CAGE_SHOWN_MAX];
 
 	if (rootless && m->error == EPERM && m->step <= STEP_PIVOT_ROOT)
 		return userns_error(-EPERM, reterr);
 	if (m->step == STEP_MOUNT_SOURCES && cage_source_path(p, m->value))
 		return cage_source_error(reterr, p, m->value, -m->error);
-	if (m->step == STEP_EXEC && (m->error == ENOENT || m->error == EACCES || m->error == EPERM))
-		return error_setf(reterr, -m->error, -1, "%s: cannot execute: %s", p->name,
+	if (m->step == STEP_EXEC && argv0 &&
+	    (m->error == ENOENT || m->error == EACCES || m->error == EPERM))
+		return error_setf(reterr, -m->error, -1, "%s: cannot execute '%s'%s: %s", p->name,
+				  cage_shown(argv0, shown),
+				  strchr(argv0, '/') ? "" : " (looked for in " CAGE_EXEC_PATH ")",
 				  strerror_r(m->error, buf, sizeof(buf)));
 	return error_setf(reterr, -EIO, -1, "%s: failed while %s: %s", p->name,
 			  cage_step_names[m->step], strerror_r(m->error, buf, sizeof(buf)));
@@ -248,8 +257,8 @@ cage_msg_error(const struct cage_msg *m, bool rootless, const struct clip_cage_p
  * (or -EPERM, -ETIMEDOUT) with what failed; a passed fd to @ret_fd.
  */
 int
-cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, long long deadline_ms,
-		  int *ret_fd, struct clip_error **reterr)
+cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, const char *argv0,
+		  long long deadline_ms, int *ret_fd, struct clip_error **reterr)
 {
 	const char *what = p->name;
 	struct cage_msg m;
@@ -279,7 +288,7 @@ cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, long
 	}
 	if (passed >= 0)
 		close(passed);
-	return cage_msg_error(&m, rootless, p, reterr);
+	return cage_msg_error(&m, rootless, p, argv0, reterr);
 }
 
 /*
@@ -492,7 +501,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	}
 	cage_cgroups_create_v2(c->ctx, &c->cg, leaf, &p->limits);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-		r = error_set_errno(reterr, -errno, "socketpair");
+		r = error_set_errno(reterr, -errno, "%s: socketpair", p->name);
 		if (!c->rootless)
 			cage_sources_close(&sources);
 		cage_cgroups_destroy(&c->cg);
@@ -509,7 +518,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 		cage_cgroups_destroy(&c->cg);
 		if (pid == -EPERM || pid == -ENOSPC || pid == -EUSERS)
 			return userns_error(pid, reterr);
-		return error_set_errno(reterr, pid, "cannot create the cage's init");
+		return error_set_errno(reterr, pid, "%s: cannot create the cage's init", p->name);
 	}
 	c->pid = pid;
 	c->is_child = true;
@@ -546,8 +555,8 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 		cage_cgroups_close_tasks(parents);
 	}
 	if (r >= 0)
-		r = cage_child_report(sock, c->rootless, p, deadline, first ? &first_pidfd : NULL,
-				      reterr);
+		r = cage_child_report(sock, c->rootless, p, first ? first->argv[0] : NULL, deadline,
+				      first ? &first_pidfd : NULL, reterr);
 	if (r < 0) {
 		cage_kill_reap(c);
 		cage_cgroups_destroy(&c->cg);
@@ -583,14 +592,36 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	return 0;
 }
 
+/* Whether @c may start: 0, or -EINVAL with why not. */
+static int
+cage_startable(struct clip_cage *c, struct clip_error **reterr)
+{
+	if (c->state == CLIP_CAGE_NEW)
+		return 0;
+	log_err(c->ctx, "client bug: cage %s started twice", c->profile->name);
+	return error_set(reterr, -EINVAL,
+			 "cage %s has been started already: a cage starts once (make another "
+			 "with clip_cage_new())",
+			 c->profile->name);
+}
+
 CLIP_EXPORT int
 clip_cage_start(struct clip_cage *c, unsigned flags, struct clip_error **reterr)
 {
+	int r;
+
 	clip_assert_reterr(reterr);
-	cage_assert_return(c, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, (flags & ~CLIP_CAGE_START_REGISTER) == 0,
-			      api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, c->state == CLIP_CAGE_NEW, api_return(-EINVAL, reterr));
+	cage_assert_error(c, reterr);
+	cage_assert_log_arg(
+		c, (flags & ~CLIP_CAGE_START_REGISTER) == 0, reterr,
+		"%s: flags 0x%x: only CLIP_CAGE_START_REGISTER (0x%x) is known%s", __func__, flags,
+		CLIP_CAGE_START_REGISTER,
+		flags & CLIP_CAGE_START_END_WITH_FIRST
+			? "; CLIP_CAGE_START_END_WITH_FIRST needs clip_cage_start_spawn()"
+			: "");
+	r = cage_startable(c, reterr);
+	if (r < 0)
+		return api_return(r, reterr);
 
 	return api_return(cage_start(c, flags, NULL, NULL, reterr), reterr);
 }
@@ -603,13 +634,18 @@ clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cag
 	int r;
 
 	clip_assert_reterr(reterr);
-	cage_assert_return(c, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(
-		c->ctx, (flags & ~(CLIP_CAGE_START_REGISTER | CLIP_CAGE_START_END_WITH_FIRST)) == 0,
-		api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, c->state == CLIP_CAGE_NEW, api_return(-EINVAL, reterr));
-	ctx_assert_log_return(c->ctx, opts && ret_pidfd, api_return(-EINVAL, reterr));
-	r = cage_spawn_opts_copy_in(c, &o, opts, reterr);
+	cage_assert_error(c, reterr);
+	cage_assert_log_arg(
+		c, (flags & ~(CLIP_CAGE_START_REGISTER | CLIP_CAGE_START_END_WITH_FIRST)) == 0,
+		reterr,
+		"%s: flags 0x%x: only CLIP_CAGE_START_REGISTER and _END_WITH_FIRST (0x%x) are "
+		"known",
+		__func__, flags, CLIP_CAGE_START_REGISTER | CLIP_CAGE_START_END_WITH_FIRST);
+	cage_assert_log_arg(c, opts, reterr, "%s: opts is NULL", __func__);
+	cage_assert_log_arg(c, ret_pidfd, reterr, "%s: ret_pidfd is NULL", __func__);
+	r = cage_startable(c, reterr);
+	if (r >= 0)
+		r = cage_spawn_opts_copy_in(c, &o, opts, reterr);
 	if (r < 0)
 		return api_return(r, reterr);
 
@@ -878,9 +914,12 @@ CLIP_EXPORT int
 clip_cage_stop(struct clip_cage *c, unsigned grace_ms, struct clip_error **reterr)
 {
 	clip_assert_reterr(reterr);
-	cage_assert_return(c, api_return(-EINVAL, reterr));
+	cage_assert_error(c, reterr);
 	if (c->state != CLIP_CAGE_RUNNING)
-		return api_return(error_set(reterr, -ECHILD, "the cage is not running"), reterr);
+		return api_return(
+			error_set(reterr, -ECHILD, "cage %s is not running (%s)", c->profile->name,
+				  c->state == CLIP_CAGE_NEW ? "never started" : "stopped"),
+			reterr);
 
 	return api_return(cage_stop(c, grace_ms, reterr), reterr);
 }

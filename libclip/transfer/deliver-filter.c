@@ -36,6 +36,7 @@ filter_profile(const char *program, const struct filter_limits *lim, char *targe
 				      .cpu_quota_percent = 100,
 				      .memory_max = lim->memory_max,
 				      .tasks_max = lim->tasks_max };
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 	const char *base = strrchr(program, '/');
 	int r;
 
@@ -43,17 +44,17 @@ filter_profile(const char *program, const struct filter_limits *lim, char *targe
 	    snprintf(target, size, FILTER_DIR "/%s", base + 1) >= (int)size)
 		return error_set(reterr, -EINVAL, "the filter '%.64s' is not an absolute path",
 				 program);
-	r = clip_cage_profile_new(&p, "clip-filter");
+	r = clip_cage_profile_new(&p, "clip-filter", &e);
 	if (r == 0)
-		r = clip_cage_profile_set_limits(p, &l);
+		r = clip_cage_profile_set_limits(p, &l, &e);
 	if (r == 0)
-		r = clip_cage_profile_set_wx(p, 1);
+		r = clip_cage_profile_set_wx(p, 1, &e);
 	/* The program alone: not its directory, nothing of the host next to it. */
 	if (r == 0)
-		r = clip_cage_profile_add_bind(p, program, target, 0);
+		r = clip_cage_profile_add_bind(p, program, target, 0, &e);
 	if (r < 0)
-		return error_set_errno(reterr, r, "cannot make a cage profile for the filter %.64s",
-				       program);
+		return error_set(reterr, r, "cannot make a cage profile for the filter %.64s: %s",
+				 program, clip_error_get_message(e));
 	*ret = steal_ptr(p);
 	return 0;
 }

@@ -403,12 +403,12 @@ full_profile(bool limits)
 				      .cpu_quota_percent = 100 };
 	struct clip_cage_profile *p = NULL;
 
-	if (clip_cage_profile_new(&p, "bench") < 0)
+	if (clip_cage_profile_new(&p, "bench", NULL) < 0)
 		return NULL;
-	clip_cage_profile_set_network(p, CLIP_CAGE_NET_LOOPBACK, NULL);
+	clip_cage_profile_set_network(p, CLIP_CAGE_NET_LOOPBACK, NULL, NULL);
 	if (limits)
-		clip_cage_profile_set_limits(p, &l);
-	clip_cage_profile_set_wx(p, 1);
+		clip_cage_profile_set_limits(p, &l, NULL);
+	clip_cage_profile_set_wx(p, 1, NULL);
 	return p;
 }
 
