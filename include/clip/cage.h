@@ -325,6 +325,32 @@ int clip_cage_profile_set_measure(struct clip_cage_profile *profile, int on,
 				  struct clip_error **reterr);
 
 /**
+ * clip_cage_profile_set_uid_base - the first host uid (and gid) of the
+ * 65536 that the cage's user namespace maps when run by root (UidBase=)
+ *
+ * The cage's uid N is host uid @base + N: what owns its data directory,
+ * what a peer in the cage shows in SO_PEERCRED. Without it, a base is
+ * derived from the name (clip_cage_profile_get_uid_base() tells it). A
+ * rootless cage maps the caller's own uid instead, whatever the base.
+ *
+ * @param base a non-zero multiple of 65536 below 2^32 - 65536
+ * @param reterr optional
+ * @return 0, or -EINVAL (the message says why @base is refused).
+ * @since 0.1
+ */
+int clip_cage_profile_set_uid_base(struct clip_cage_profile *profile, uint32_t base,
+				   struct clip_error **reterr);
+
+/**
+ * clip_cage_profile_get_uid_base - the first host uid of the cage's range
+ * when run by root: the one set, or the one derived from the name
+ *
+ * @return the base, or 0 when @profile is NULL.
+ * @since 0.1
+ */
+uint32_t clip_cage_profile_get_uid_base(const struct clip_cage_profile *profile);
+
+/**
  * clip_cage_profile_set_start_timeout - how long a start or a spawn waits
  * for the cage's set-up (StartTimeoutSec=, 30 s by default)
  *

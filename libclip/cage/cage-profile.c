@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -562,6 +563,42 @@ clip_cage_profile_add_syscall_deny(struct clip_cage_profile *p, const char *name
 	return 0;
 }
 
+/*
+ * A base of 65536 host ids: not 0 (root's), a multiple of the range, and
+ * below 2^32 - 65536, so that the range neither wraps nor reaches
+ * (uid_t)-1, which no process can have.
+ */
+static bool
+uid_base_valid(uint64_t base)
+{
+	return base != 0 && base % CAGE_UID_RANGE == 0 &&
+	       base < (UINT64_C(1) << 32) - CAGE_UID_RANGE;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_uid_base(struct clip_cage_profile *p, uint32_t base,
+			       struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	if (!uid_base_valid(base))
+		return api_return(error_set(reterr, -EINVAL,
+					    "uid base %" PRIu32 ": not a non-zero multiple of %u "
+					    "below 2^32 - %u (%" PRIu64 ")",
+					    base, CAGE_UID_RANGE, CAGE_UID_RANGE,
+					    (UINT64_C(1) << 32) - CAGE_UID_RANGE),
+				  reterr);
+
+	p->uid_base = base;
+	return 0;
+}
+
+CLIP_EXPORT uint32_t
+clip_cage_profile_get_uid_base(const struct clip_cage_profile *p)
+{
+	return p ? cage_profile_uid_base(p) : 0;
+}
+
 CLIP_EXPORT int
 clip_cage_profile_set_wx(struct clip_cage_profile *p, int on, struct clip_error **reterr)
 {
@@ -749,8 +786,7 @@ parse_uid_base(struct parser *ps, const struct key *k, char *value, size_t offse
 	const char *end;
 	uint64_t v;
 
-	if (parse_u64(value, UINT32_MAX - CAGE_UID_RANGE, &v, &end) < 0 || *end || v == 0 ||
-	    v % CAGE_UID_RANGE)
+	if (parse_u64(value, UINT32_MAX, &v, &end) < 0 || *end || !uid_base_valid(v))
 		return key_error(ps, k, offset, -EINVAL,
 				 "'%.40s' is not a non-zero multiple of %u below 2^32 - %u", value,
 				 CAGE_UID_RANGE, CAGE_UID_RANGE);

@@ -469,6 +469,50 @@ Test(cage_builder, refusals)
 	clip_cage_profile_unref(p);
 }
 
+/*
+ * The uid base: derived from the name until set, the same as a profile
+ * text without UidBase= gets; once set, the one formatted; the parser's
+ * refusals, with the value in the message, and nothing changed by them.
+ */
+Test(cage_builder, uid_base_set_and_got)
+{
+	static const uint32_t refused[] = { 0, 1, 65537, 4294901760u, 4294967295u };
+	struct clip_cage_profile *p = NULL, *q = parse_ok("[Cage]\nName=a\n"), *r;
+	struct clip_error *e = NULL;
+	uint32_t derived;
+	char *text = NULL, want[96];
+
+	cr_assert_eq(clip_cage_profile_new(&p, "a", NULL), 0);
+	derived = clip_cage_profile_get_uid_base(p);
+	cr_assert_eq(derived, clip_cage_profile_get_uid_base(q), "the parser's default");
+	cr_assert(derived >= 0x80000 && derived % 65536 == 0, "%u", derived);
+	cr_assert_eq(clip_cage_profile_get_uid_base(NULL), 0);
+	cr_assert_eq(clip_cage_profile_format(p, &text), 0);
+	cr_assert_null(strstr(text, "UidBase="), "a derived base is not written: %s", text);
+	free(text);
+
+	cr_assert_eq(clip_cage_profile_set_uid_base(p, 655360, &e), 0);
+	cr_assert_eq(clip_cage_profile_get_uid_base(p), 655360);
+	cr_assert_eq(clip_cage_profile_set_uid_base(p, 4294836224u, &e), 0, "the highest");
+	cr_assert_eq(clip_cage_profile_set_uid_base(p, 655360, &e), 0);
+	cr_assert_eq(clip_cage_profile_format(p, &text), 0);
+	cr_assert(strstr(text, "UidBase=655360\n"), "%s", text);
+	r = parse_ok(text);
+	cr_assert_eq(clip_cage_profile_get_uid_base(r), 655360, "read back");
+	free(text);
+	for (size_t i = 0; i < ELEMENTSOF(refused); i++) {
+		snprintf(want, sizeof(want), "uid base %u: not a non-zero multiple of 65536",
+			 refused[i]);
+		assert_refused(clip_cage_profile_set_uid_base(p, refused[i], &e), -EINVAL, want);
+		cr_assert_eq(clip_cage_profile_get_uid_base(p), 655360, "changed by a refusal");
+	}
+	assert_refused(clip_cage_profile_set_uid_base(NULL, 655360, &e), -EINVAL,
+		       "the profile is NULL");
+	clip_cage_profile_unref(p);
+	clip_cage_profile_unref(q);
+	clip_cage_profile_unref(r);
+}
+
 /* A quoted value is bounded: a long path is cut, with "..." after. */
 Test(cage_builder, long_values_are_cut_in_messages)
 {
@@ -1810,6 +1854,49 @@ Test(cage_life, a_process_an_inits_reaper_took_still_reports_its_status)
 	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
 	reaper_stop(&r);
 	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+/* Run by root, the cage's uid N is host uid base + N: what an init gives its files and sockets. */
+Test(cage_life, a_process_runs_as_the_uid_base_plus_its_uid)
+{
+	const char *argv[] = { "/bin/sh", "-c", "read x; exit 4", NULL };
+	struct clip_cage_spawn_opts o = {
+		.size = sizeof(o), .argv = argv, .n_fds = 1, .uid = 7, .gid = 9
+	};
+	struct clip_cage_profile *p = parse_ok(H);
+	struct clip_ctx *ctx = NULL;
+	struct clip_error *e = NULL;
+	struct clip_cage *c = NULL;
+	char line[128], want[128];
+	int in[2], pidfd = -1, status = -1;
+
+	if (geteuid() != 0)
+		cr_skip_test("not root: a rootless cage maps the caller's uid, not a range");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	cr_assert_eq(clip_cage_profile_set_uid_base(p, 0x5a0000, &e), 0, "%s",
+		     clip_error_get_message(e));
+	ctx = test_ctx("/nonexistent");
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start: %s", clip_error_get_message(e));
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	o.fds = &in[0];
+	cr_assert_eq(clip_cage_spawn(c, &o, &pidfd, &e), 0, "spawn: %s", clip_error_get_message(e));
+	close(in[0]);
+	status_line(pidfd_pid(pidfd), "Uid:", line, sizeof(line));
+	snprintf(want, sizeof(want), "Uid:\t%u\t%u\t%u\t%u", 0x5a0000 + 7, 0x5a0000 + 7,
+		 0x5a0000 + 7, 0x5a0000 + 7);
+	cr_assert_str_eq(line, want);
+	status_line(pidfd_pid(pidfd), "Gid:", line, sizeof(line));
+	cr_assert(strncmp(line, "Gid:\t5898249\t", 13) == 0, "%s", line);
+	close(in[1]);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	cr_assert_eq(status, 4);
+	close(pidfd);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_cage_profile_unref(p);
 	clip_ctx_unref(ctx);
 }
 
