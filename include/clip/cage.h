@@ -443,10 +443,13 @@ struct clip_cage *clip_cage_unref(struct clip_cage *cage);
  * exits (PR_SET_PDEATHSIG). With Measure=yes
  * (clip_cage_profile_set_measure()), the canonical profile is measured
  * into the TPM first, and a measurement that fails fails the start
- * before any process of the cage exists.
+ * before any process of the cage exists. A cage that has ended (stopped,
+ * or ended with its first process) starts again as new: new namespaces,
+ * cgroups and init, and a new clip_cage_get_fd(); the statuses of its
+ * earlier processes stay for clip_cage_wait_process().
  *
  * @param flags 0 or CLIP_CAGE_START_REGISTER
- * @return 0, or -EINVAL (bad flags, not a new cage), -EPERM (the host
+ * @return 0, or -EINVAL (bad flags), -EBUSY (the cage is running), -EPERM (the host
  *	   refuses user namespaces to this user: the message says why),
  *	   -EOPNOTSUPP (veth in rootless mode), -EPERM also in root mode
  *	   when the cage's 65536 ids are not all mapped in the caller's
@@ -608,7 +611,8 @@ int clip_cage_get_state(struct clip_cage *cage);
 
 /**
  * clip_cage_get_fd - a pollable fd for event loops: a pidfd of the cage's
- * init, readable (POLLIN) once the cage has ended
+ * init, readable (POLLIN) once the cage has ended; a new one after the
+ * cage starts again
  *
  * @return the fd, owned by @cage, or -EINVAL, -ECHILD (never started).
  * @since 0.1

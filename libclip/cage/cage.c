@@ -592,17 +592,44 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	return 0;
 }
 
-/* Whether @c may start: 0, or -EINVAL with why not. */
+static int cage_wait(struct clip_cage *c, int timeout_ms);
+
+/*
+ * Whether @c may start: a new cage, or one that has ended, which starts
+ * again as new (fresh namespaces, cgroups and init). Of the ended one only
+ * the statuses of its processes stay, for clip_cage_wait_process(). 0, or
+ * -EBUSY while it runs.
+ */
 static int
 cage_startable(struct clip_cage *c, struct clip_error **reterr)
 {
+	struct pollfd pfd = { .fd = c->pidfd, .events = POLLIN };
+
+	/* Ended by itself (its first process, with END_WITH_FIRST): reaped and cleaned first. */
+	if (c->state == CLIP_CAGE_RUNNING && poll(&pfd, 1, 0) > 0)
+		(void)cage_wait(c, -1);
+	if (c->state == CLIP_CAGE_RUNNING)
+		return error_set(reterr, -EBUSY,
+				 "cage %s is running: stop it (clip_cage_stop()) before starting "
+				 "it again",
+				 c->profile->name);
 	if (c->state == CLIP_CAGE_NEW)
 		return 0;
-	log_err(c->ctx, "client bug: cage %s started twice", c->profile->name);
-	return error_set(reterr, -EINVAL,
-			 "cage %s has been started already: a cage starts once (make another "
-			 "with clip_cage_new())",
-			 c->profile->name);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
+	c->pidfd = -1;
+	if (c->sock >= 0)
+		close(c->sock);
+	c->sock = -1;
+	cage_cgroups_forget(&c->cg);
+	c->pid = 0;
+	c->start_time = 0;
+	c->is_child = false;
+	c->registered = false;
+	c->missing = 0;
+	c->state = CLIP_CAGE_NEW;
+	log_debug(c->ctx, "cage %s: starting again", c->profile->name);
+	return 0;
 }
 
 CLIP_EXPORT int
@@ -643,9 +670,9 @@ clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cag
 		__func__, flags, CLIP_CAGE_START_REGISTER | CLIP_CAGE_START_END_WITH_FIRST);
 	cage_assert_log_arg(c, opts, reterr, "%s: opts is NULL", __func__);
 	cage_assert_log_arg(c, ret_pidfd, reterr, "%s: ret_pidfd is NULL", __func__);
-	r = cage_startable(c, reterr);
+	r = cage_spawn_opts_copy_in(c, &o, opts, reterr);
 	if (r >= 0)
-		r = cage_spawn_opts_copy_in(c, &o, opts, reterr);
+		r = cage_startable(c, reterr);
 	if (r < 0)
 		return api_return(r, reterr);
 

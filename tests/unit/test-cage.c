@@ -1900,6 +1900,108 @@ Test(cage_life, a_process_runs_as_the_uid_base_plus_its_uid)
 	clip_ctx_unref(ctx);
 }
 
+/*
+ * A stopped cage starts again, as new: another init in other namespaces,
+ * a new fd; a process spawned before still gives its status. A running
+ * one is refused, saying so.
+ */
+Test(cage_life, a_stopped_cage_starts_again)
+{
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c = started(&ctx, H);
+	struct clip_error *e = NULL;
+	struct stat ns1, ns2;
+	char path[64];
+	int before, after, status = -1;
+	pid_t init1, init2;
+
+	init1 = init_pid(c);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init1);
+	cr_assert_eq(stat(path, &ns1), 0);
+	assert_refused(clip_cage_start(c, 0, &e), -EBUSY,
+		       "cage a is running: stop it (clip_cage_stop()) before starting it again");
+	before = spawn(c, "exit 3");
+	cr_assert_eq(poll(&(struct pollfd){ .fd = before, .events = POLLIN }, 1, 10000), 1);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_STOPPED);
+
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start again: %s", clip_error_get_message(e));
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_RUNNING);
+	init2 = init_pid(c);
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init2);
+	cr_assert_eq(stat(path, &ns2), 0);
+	cr_assert_neq(init2, init1);
+	cr_assert_neq(ns2.st_ino, ns1.st_ino, "the old pid namespace");
+	cr_assert_geq(clip_cage_get_fd(c), 0);
+	cr_assert_eq(clip_cage_wait_process(c, before, &status), 0, "the earlier process");
+	cr_assert_eq(status, 3);
+	close(before);
+	after = spawn(c, "exit 4");
+	cr_assert_eq(clip_cage_wait_process(c, after, &status), 0);
+	cr_assert_eq(status, 4);
+	close(after);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_not(has_children());
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * A registered cage that ended with its first process, not yet waited
+ * for, starts again (with a first process again) under its name, with
+ * cgroups of its own: the old ones are gone.
+ */
+Test(cage_life, a_cage_that_ended_starts_again_registered)
+{
+	const char *argv[] = { "/bin/sh", "-c", "read x; exit 6", NULL };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv, .n_fds = 1 };
+	char *dir = test_tmpdir("tmpfs"), cg1[4096] = "", cg2[4096] = "";
+	struct clip_cage_profile *p = parse_ok("[Cage]\nName=again\n[Limits]\nTasksMax=16\n");
+	struct clip_ctx *ctx = test_ctx(dir);
+	struct clip_cage *c = NULL, *found = NULL;
+	struct clip_error *e = NULL;
+	int in[2], pidfd = -1, status = -1;
+
+	if (!userns_available())
+		cr_skip_test("no user namespaces");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	for (int round = 0; round < 2; round++) {
+		char *cg = round ? cg2 : cg1;
+
+		cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+		o.fds = &in[0];
+		cr_assert_eq(clip_cage_start_spawn(
+				     c, CLIP_CAGE_START_REGISTER | CLIP_CAGE_START_END_WITH_FIRST,
+				     &o, &pidfd, &e),
+			     0, "round %d: %s", round, clip_error_get_message(e));
+		close(in[0]);
+		v1_dir(pidfd_pid(pidfd), "pids", cg, 4096);
+		cr_assert_eq(clip_cage_attach(&found, ctx, "again", &e), 0, "round %d: %s", round,
+			     clip_error_get_message(e));
+		found = clip_cage_unref(found);
+		close(in[1]);
+		cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+		cr_assert_eq(status, 6);
+		close(pidfd);
+		exited_then_sigchld(clip_cage_get_fd(c));
+		cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_STOPPED);
+	}
+	cr_assert_eq(clip_cage_wait(c, 10000), 0);
+	assert_refused(clip_cage_attach(&found, ctx, "again", &e), -ENODATA,
+		       "no cage named again is running");
+	if (cg1[0]) {
+		cr_assert_str_neq(cg1, cg2, "the same cgroup twice");
+		cr_assert(access(cg1, F_OK) < 0 && access(cg2, F_OK) < 0, "%s or %s left", cg1,
+			  cg2);
+	}
+	clip_cage_unref(c);
+	clip_cage_profile_unref(p);
+	clip_ctx_unref(ctx);
+	free(dir);
+}
+
 Test(cage_life, misuse_before_start)
 {
 	struct clip_cage_profile *p = parse_ok(H);
