@@ -38,12 +38,14 @@ registry_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr)
 	if (state < 0)
 		return state;
 	if (create && mkdirat(state, REGISTRY_DIR, 0700) < 0 && errno != EEXIST)
-		return error_set_errno(reterr, -errno, "cannot create the cage registry");
+		return error_set_errno(reterr, -errno, "cannot create the cage registry %s/%s",
+				       clip_ctx_get_state_dir(ctx), REGISTRY_DIR);
 	fd = openat(state, REGISTRY_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 && errno == ENOENT)
 		return -ENODATA;
 	if (fd < 0)
-		return error_set_errno(reterr, -errno, "cannot open the cage registry");
+		return error_set_errno(reterr, -errno, "cannot open the cage registry %s/%s",
+				       clip_ctx_get_state_dir(ctx), REGISTRY_DIR);
 	return fd;
 }
 
@@ -248,7 +250,9 @@ cage_registry_write(struct clip_cage *c, struct clip_error **reterr)
 	if (r == -EEXIST)
 		return error_set(reterr, -EEXIST, "a cage named %s is running", c->profile->name);
 	if (r < 0)
-		return error_set_errno(reterr, r, "cannot write the cage registry");
+		return error_set_errno(reterr, r, "cannot write %s/%s/%s, cage %s's registry entry",
+				       clip_ctx_get_state_dir(c->ctx), REGISTRY_DIR, file,
+				       c->profile->name);
 	c->registered = true;
 	return 0;
 }
