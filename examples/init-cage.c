@@ -10,7 +10,8 @@
  * cage ends under it (the cage's fd), or SIGTERM or SIGINT arrives (a
  * signalfd), which stops the cage. Prints COMMAND's exit status (128 + the
  * signal that killed it) and exits with it, as an init hands on its main
- * process's status.
+ * process's status. On SIGCHLD it reaps its other children, as an init
+ * does, following the rule of clip-cage(3) ("In an init").
  *
  * Run by root, the cage's user namespace maps 65536 ids from the profile's
  * UidBase. Run by anyone else, the same code starts a rootless cage (the
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -81,6 +83,44 @@ start_cage(struct clip_ctx *ctx, const char *path, struct clip_cage **ret)
 	return 0;
 }
 
+/* The pid behind @pidfd: the "Pid:" line of its /proc/self/fdinfo, or -1. */
+static pid_t
+pidfd_pid(int pidfd)
+{
+	char path[64], line[128];
+	pid_t pid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+/*
+ * What an init does on SIGCHLD: reap whatever died under it. The cage's
+ * init never shows here (libclip clones it with no exit signal). The
+ * command does once it has exited, and is left to
+ * clip_cage_wait_process(): a peek first (WNOWAIT), since before Linux
+ * 6.15 the library could not tell a status taken here.
+ */
+static void
+reap_others(pid_t command)
+{
+	for (;;) {
+		siginfo_t si = { .si_pid = 0 };
+
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 ||
+		    si.si_pid == command)
+			return;
+		(void)waitpid(si.si_pid, NULL, 0);
+	}
+}
+
 /* Wait until the command exits, the cage ends or a signal asks us to stop. */
 static int
 event_loop(struct clip_cage *cage, int pidfd, int sfd)
@@ -91,6 +131,7 @@ event_loop(struct clip_cage *cage, int pidfd, int sfd)
 		{ .fd = sfd, .events = POLLIN },
 	};
 	struct signalfd_siginfo si;
+	pid_t command = pidfd_pid(pidfd);
 
 	for (;;) {
 		if (poll(p, 3, -1) < 0) {
@@ -101,6 +142,10 @@ event_loop(struct clip_cage *cage, int pidfd, int sfd)
 		if (p[2].revents & POLLIN) {
 			if (read(sfd, &si, sizeof(si)) != sizeof(si))
 				continue;
+			if (si.ssi_signo == SIGCHLD) {
+				reap_others(command);
+				continue;
+			}
 			fprintf(stderr, "init-cage: %s, stopping the cage\n",
 				strsignal((int)si.ssi_signo));
 			return 0;
@@ -134,13 +179,15 @@ main(int argc, char **argv)
 		return 2;
 	}
 	/*
-	 * Blocked before the cage exists, so that a SIGTERM sent at any time
-	 * is read from the signalfd. The cage's processes do not inherit the
-	 * mask: libclip clears it before it executes the command.
+	 * Blocked before the cage exists, so that a SIGTERM (or SIGCHLD)
+	 * sent at any time is read from the signalfd. The cage's processes
+	 * do not inherit the mask: libclip clears it before it executes the
+	 * command.
 	 */
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	if (sfd < 0) {
