@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +56,12 @@ usage(FILE *f)
 	      "  exec-check FILE        exit 0 when FILE may run as code, 1 otherwise\n"
 	      "  exec-policy [BIT... -- COMMAND [ARG...]]\n"
 	      "                         print the exec securebits, or run COMMAND under more\n"
-	      "  tpm status             the TPM, the sealed key, the PCRs, the event log\n"
-	      "  tpm seal-key [--from-key-file|--new] [--pcrs LIST]\n"
+	      "  tpm status [TPM OPTIONS]   the TPM, the sealed key, the PCRs, the event log\n"
+	      "  tpm seal-key [--from-key-file|--new] [TPM OPTIONS]\n"
 	      "                         seal the key to the TPM's PCRs (default 7)\n"
-	      "  tpm replay             exit 0 when the event log matches the PCRs\n"
-	      "  tpm measure FILE [WHAT]   extend the measurement PCR with FILE\n"
-	      "                         (tpm options: --tcti T, --pcrs LIST, --measure-pcr N)\n"
+	      "  tpm replay [TPM OPTIONS]   exit 0 when the event log matches the PCRs\n"
+	      "  tpm measure [TPM OPTIONS] FILE [WHAT]\n"
+	      "                         extend the measurement PCR with FILE\n"
 	      "  transfer send FILE --to CAGE [--name N] [--note T] [--socket PATH]\n"
 	      "                         ask the mediator to move FILE to cage CAGE\n"
 	      "                         (exit 0 delivered, 1 failed, 3 denied by policy,\n"
@@ -78,8 +79,106 @@ usage(FILE *f)
 	      "  --names FILE      level names (setrans.conf style)\n"
 	      "  -v, --verbose     log what the library does\n"
 	      "  -h, --help        this text\n"
-	      "      --version     the library's version\n",
+	      "      --version     the library's version\n"
+	      "  TPM OPTIONS, after the tpm verb: --tcti T, --pcrs LIST, --measure-pcr N\n"
+	      "\n"
+	      "COMMAND... --help prints the usage of that command.\n",
 	      f);
+}
+
+/*
+ * The help of one command, cut out of usage(): usage() stays the one list
+ * of the commands, so a new command gets its --help with its usage line.
+ * Before "Options:", a line of two spaces and a word is a command line
+ * ("  cage run --profile FILE ..."), a line indented deeper continues it.
+ */
+
+/* Whether the command line @line (@n bytes, without its indent) is of @prefix. */
+static bool
+line_is_of(const char *line, size_t n, const char *prefix)
+{
+	size_t k = strlen(prefix);
+
+	return n >= k && strncmp(line, prefix, k) == 0 && (n == k || line[k] == ' ');
+}
+
+/*
+ * Print usage() to @f (when not NULL) with only the command lines of
+ * @prefix ("cage", "cage run"); return how many there are. Set
+ * *@runs_command when one of them runs a command line that needs no "--"
+ * before it ("[--] CMD").
+ */
+static int
+usage_of(FILE *f, const char *prefix, bool *runs_command)
+{
+	char *text = NULL, *line, *next;
+	size_t size = 0;
+	bool options = false, keep = true;
+	int n = 0;
+	FILE *m;
+
+	m = open_memstream(&text, &size);
+	if (!m)
+		return 0;
+	usage(m);
+	if (fclose(m) != 0) {
+		free(text);
+		return 0;
+	}
+	for (line = text; *line; line = next) {
+		size_t len = strcspn(line, "\n");
+
+		next = line + len + (line[len] == '\n');
+
+		options |= strncmp(line, "Options:", 8) == 0;
+		if (!options && len > 2 && strncmp(line, "  ", 2) == 0 && line[2] != ' ') {
+			keep = line_is_of(line + 2, len - 2, prefix);
+			n += keep;
+			if (keep && runs_command && memmem(line, len, "[--]", 4))
+				*runs_command = true;
+		} else if (options || strncmp(line, "   ", 3) != 0)
+			keep = true;
+		if (keep && f)
+			fprintf(f, "%.*s\n", (int)len, line);
+	}
+	free(text);
+	return n;
+}
+
+/*
+ * `clipctl COMMAND... --help` (or -h): the usage of that command on
+ * stdout, 0. The option is looked for up to a "--", and only right after
+ * the command's words when the command runs a command line that needs no
+ * "--" (what follows may be that command's own --help). -1 when it does
+ * not apply.
+ */
+static int
+command_help(int argc, char **argv)
+{
+	bool runs_command = false;
+	char prefix[256];
+	int words = 1;
+
+	if (strlen(argv[0]) > 100 || (argc > 1 && strlen(argv[1]) > 100))
+		return -1;
+	if (argc > 1 && argv[1][0] != '-') {
+		snprintf(prefix, sizeof(prefix), "%s %s", argv[0], argv[1]);
+		if (usage_of(NULL, prefix, NULL) > 0)
+			words = 2;
+	}
+	if (words == 1)
+		snprintf(prefix, sizeof(prefix), "%s", argv[0]);
+	if (usage_of(NULL, prefix, &runs_command) == 0)
+		return -1;
+	for (int i = words; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage_of(stdout, prefix, NULL);
+			return fflush(stdout) == 0 ? 0 : EXIT_INVALID;
+		}
+		if (runs_command)
+			break;
+	}
+	return -1;
 }
 
 int
@@ -266,10 +365,17 @@ main(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
+	if (argc - optind >= 1) {
+		r = command_help(argc - optind, argv + optind);
+		if (r >= 0)
+			return r;
+	}
 	/* exec-policy is the one command of a single word. */
 	if (argc - optind < 2 &&
 	    !(argc - optind == 1 && strcmp(argv[optind], "exec-policy") == 0)) {
-		usage(stderr);
+		/* A command without its verb: the usage of that command. */
+		if (argc - optind == 0 || usage_of(stderr, argv[optind], NULL) == 0)
+			usage(stderr);
 		return EXIT_USAGE;
 	}
 	if (c.names_path) {
