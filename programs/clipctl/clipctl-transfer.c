@@ -118,7 +118,8 @@ transfer_send(int argc, char **argv)
 /*
  * The output file is created only for this (O_EXCL, 0600: it is plain
  * text) and removed again when the envelope is refused, so that a refusal
- * leaves nothing.
+ * leaves nothing. Standard output (no -o, or -o -) gets nothing either:
+ * the envelope is authenticated whole before any plain text is written.
  */
 static int
 transfer_open(struct clipctl *c, int argc, char **argv)
@@ -148,6 +149,9 @@ transfer_open(struct clipctl *c, int argc, char **argv)
 	}
 	if (argc - optind != 1 || !target)
 		return fail_usage("usage: transfer open FILE --for CAGE [-o OUT]");
+	/* "-o -": standard output, as without -o. */
+	if (out_path && strcmp(out_path, "-") == 0)
+		out_path = NULL;
 	ctx = clipctl_ctx(c);
 	if (!ctx)
 		return EXIT_USAGE;

@@ -68,6 +68,7 @@ usage(FILE *f)
 	      "                         4 denied by the user)\n"
 	      "  transfer open FILE --for CAGE [-o OUT]\n"
 	      "                         open an envelope delivered to CAGE (the core's key)\n"
+	      "                         into OUT, or standard output (no -o, or -o -)\n"
 	      "  audit verify [--log FILE]   check the transfer audit trail\n"
 	      "  audit show [--log FILE]     print its records once verified\n"
 	      "\n"

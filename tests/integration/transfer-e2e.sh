@@ -79,6 +79,13 @@ expect 0 "down: transfer open gives the document back" -- "$clipctl" --state-dir
 is "down: opened, the same bytes" "$(sha256sum <"$opened" | cut -d' ' -f1)" "$sum"
 is "down: opened, mode 0600" "$(stat -c %a "$opened")" 600
 rm -f "$opened"
+# -o - is standard output, as without -o: no file named "-" (run from $base).
+clipctl_path=$(readlink -f "$clipctl")
+(cd "$base" && exec "$clipctl_path" --state-dir "$d/state" transfer open "$d/in-low/doc.bin" --for low -o -) >"$base/stdout.bin"
+is "down: transfer open -o - exits 0" "$?" 0
+is "down: -o - writes the document to standard output" "$(sha256sum <"$base/stdout.bin" | cut -d' ' -f1)" "$sum"
+[ ! -e "$base/-" ] && ok "down: -o - creates no file named '-'" || not_ok "down: -o - creates no file named '-'"
+rm -f "$base/stdout.bin"
 expect 1 "down: open for another cage is refused" -- "$clipctl" --state-dir "$d/state" transfer open "$d/in-low/doc.bin" --for high -o "$opened"
 like "down: the refusal is named" "$err" "does not verify"
 [ ! -e "$opened" ] && ok "down: a refused envelope leaves no output file" || not_ok "down: a refused envelope leaves no output file"
