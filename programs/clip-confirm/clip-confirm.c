@@ -92,6 +92,18 @@ ask_tty(FILE *tty, int tty_fd, const struct proto_prompt *p)
 	return line[0] == 'y' || line[0] == 'Y';
 }
 
+static void
+usage(FILE *f)
+{
+	fputs("Usage: clip-confirm [--socket PATH] [--auto yes|no|never] [--ready-fd N]\n"
+	      "  --socket PATH   the mediator's agent socket (default /run/clip/confirm.sock)\n"
+	      "  --auto ANSWER   answer yes or no without a terminal, or never\n"
+	      "  --ready-fd N    write READY=1 to fd N once the mediator greeted us\n"
+	      "  -h, --help      this text\n"
+	      "      --version   the version of libclip clip-confirm runs with\n",
+	      f);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -100,6 +112,7 @@ main(int argc, char **argv)
 		{ "auto", required_argument, NULL, 'a' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	const char *path = "/run/clip/confirm.sock", *autom = NULL;
@@ -119,10 +132,13 @@ main(int argc, char **argv)
 			ready_fd = atoi(optarg);
 			break;
 		case 'h':
-			puts("Usage: clip-confirm [--socket PATH] [--auto yes|no|never] "
-			     "[--ready-fd N]");
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("clip-confirm (libclip) %s\n", clip_version());
 			return 0;
 		default:
+			usage(stderr);
 			return 2;
 		}
 	}

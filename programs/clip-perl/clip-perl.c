@@ -62,6 +62,7 @@ struct scan {
 	bool search; /* -S */
 	bool extract; /* -x */
 	bool info; /* -v, -h, -V: perl prints and exits */
+	bool version; /* -v, --version: perl prints its version */
 	const char *code_switch; /* -M, -m or -F carrying code */
 };
 
@@ -181,6 +182,7 @@ scan_args(int argc, char **argv, struct scan *s)
 			i++;
 			break;
 		}
+		s->version |= strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0;
 		if (a[1] == '-') {
 			/* --version, --help: perl answers and exits. */
 			s->info = true;
@@ -760,6 +762,9 @@ main(int argc, char **argv, char **env)
 	exitcode = perl_destruct(my_perl);
 	perl_free(my_perl);
 	PERL_SYS_TERM();
+	/* After perl's version, the library's: what runs the checks. */
+	if (s.version && exitcode == 0)
+		printf("clip-perl (libclip) %s\n", clip_version());
 out:
 	/* perl reads "/dev/fd/N" from that very descriptor, and closes it. */
 	free(name);

@@ -564,6 +564,36 @@ check_start(const PyConfig *config, char **ret_filename, int *ret_fd)
 	return -1;
 }
 
+/*
+ * Whether python's options ask for its version (-V, -VV, --version): they
+ * come before the script, -c or -m; -W and -X take an argument.
+ */
+static bool
+version_asked(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] != '-' || a[1] == '\0' || strcmp(a, "--") == 0)
+			return false;
+		if (strcmp(a, "--version") == 0)
+			return true;
+		if (a[1] == '-')
+			continue;
+		for (const char *p = a + 1; *p; p++) {
+			if (*p == 'V')
+				return true;
+			if (*p == 'c' || *p == 'm')
+				return false;
+			if (*p == 'W' || *p == 'X') {
+				i += p[1] == '\0';
+				break;
+			}
+		}
+	}
+	return false;
+}
+
 static int
 setup_ctx(void)
 {
@@ -633,6 +663,9 @@ main(int argc, char **argv)
 
 fail:
 	PyConfig_Clear(&config);
+	/* After python's version, the library's: what runs the checks. */
+	if (PyStatus_IsExit(status) && status.exitcode == 0 && version_asked(argc, argv))
+		printf("clip-python (libclip) %s\n", clip_version());
 	if (PyStatus_IsExit(status))
 		return status.exitcode;
 	Py_ExitStatusException(status);

@@ -710,7 +710,9 @@ usage(FILE *f)
 	      "  --ready-fd N          write READY=1 to fd N once serving (NOTIFY_SOCKET too)\n"
 	      "  --rootless            label deliveries with user.clip.label\n"
 	      "  --no-privsep          parse requests in the main process (tests, debugging)\n"
-	      "  -v, --verbose\n",
+	      "  -v, --verbose\n"
+	      "  -h, --help            this text\n"
+	      "      --version         the version of libclip clipd runs with\n",
 	      f);
 }
 
@@ -727,6 +729,7 @@ main(int argc, char **argv)
 		{ "no-privsep", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ 0 },
 	};
 	struct clip_ctx *ctx = NULL;
@@ -762,6 +765,9 @@ main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("clipd (libclip) %s\n", clip_version());
 			return 0;
 		default:
 			usage(stderr);
