@@ -2,10 +2,13 @@
 /*
  * The mediator's side of the confirmation agent (doc/confirm-protocol.md):
  * its socket, the one agent connected, the questions put to it (each with
- * a timer) and its answers. A question nobody answers is a denial.
+ * a timer) and its answers. A question nobody answers is a denial, and an
+ * agent that asked for it (PROTO_FEATURES) is told when a question
+ * expires, so that it needs no timer of its own.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,9 +132,38 @@ answer(struct clip_mediator *m, struct pending *p, enum proto_status status, con
 	mediator_pending_free(m, p);
 }
 
+/* Tell the agent that @p takes no answer any more, when it asked to know. */
+static void
+expire(struct clip_mediator *m, const struct pending *p, enum proto_expiry reason)
+{
+	struct proto_msg msg = { .type = PROTO_EXPIRED, .fd = -1 };
+	int r;
+
+	if (m->agent.fd < 0 || !(m->agent_features & PROTO_FEATURE_EXPIRED))
+		return;
+	msg.expired.id = p->id;
+	msg.expired.reason = (uint8_t)reason;
+	/* An agent that does not read: it learns the question is gone when it answers. */
+	r = proto_send(m->agent.fd, &msg, NULL);
+	if (r < 0)
+		log_debug(m->ctx, "cannot tell the confirmation agent a question expired: %s",
+			  strerror(-r));
+}
+
+void
+mediator_agent_withdraw_all(struct clip_mediator *m)
+{
+	/* A forked child has the agent's socket, not its questions to withdraw. */
+	if (getpid() != m->pid)
+		return;
+	for (struct pending *p = m->pending; p; p = p->next)
+		expire(m, p, PROTO_EXPIRY_WITHDRAWN);
+}
+
 static void
 agent_gone(struct clip_mediator *m)
 {
+	m->agent_features = 0;
 	mediator_unwatch_close(m, &m->agent);
 	while (m->pending)
 		answer(m, m->pending, PROTO_STATUS_DENIED_USER, "mediator",
@@ -173,8 +205,15 @@ mediator_agent_handle(struct clip_mediator *m)
 	r = proto_recv(m->agent.fd, &msg, &error);
 	if (r == -EAGAIN)
 		return;
+	if (r == 0 && msg.type == PROTO_FEATURES) {
+		/* Bits of a later version are ignored: it gets what this one has. */
+		m->agent_features = msg.features.flags & PROTO_FEATURE_EXPIRED;
+		log_debug(m->ctx, "confirmation agent features 0x%" PRIx32 ", taken 0x%" PRIx32,
+			  msg.features.flags, m->agent_features);
+		return;
+	}
 	if (r == 0 && msg.type != PROTO_ANSWER)
-		r = error_set(&error, -EBADMSG, "an agent may only send answers");
+		r = error_set(&error, -EBADMSG, "an agent may only send answers and features");
 	if (r < 0) {
 		if (r != -ECONNRESET)
 			log_warning(m->ctx, "confirmation agent: %s",
@@ -202,5 +241,6 @@ mediator_handle_timer(struct clip_mediator *m, struct pending *p)
 	char reason[96];
 
 	snprintf(reason, sizeof(reason), "no answer within %u ms", m->opts.confirm_timeout_ms);
+	expire(m, p, PROTO_EXPIRY_TIMEOUT);
 	answer(m, p, PROTO_STATUS_DENIED_USER, "timeout", reason);
 }

@@ -86,6 +86,7 @@ mediator_free(struct clip_mediator *m)
 	mediator_jobs_stop(m);
 	for (size_t i = 0; i < m->n_cages; i++)
 		mediator_rate_flush(m, m->cages[i]);
+	mediator_agent_withdraw_all(m);
 	while (m->pending) {
 		struct pending *p = m->pending;
 

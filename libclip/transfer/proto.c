@@ -103,6 +103,13 @@ encode_body(const struct proto_msg *msg, struct wbuf *w)
 		break;
 	case PROTO_HELLO:
 		break;
+	case PROTO_EXPIRED:
+		put_uint(w, msg->expired.id, 8);
+		put_uint(w, msg->expired.reason, 1);
+		break;
+	case PROTO_FEATURES:
+		put_uint(w, msg->features.flags, 4);
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -311,6 +318,15 @@ decode_body(struct rbuf *b, struct proto_msg *msg)
 		break;
 	case PROTO_HELLO:
 		break;
+	case PROTO_EXPIRED:
+		msg->expired.id = get_uint(b, 8, "id");
+		msg->expired.reason = get_enum(b, _PROTO_EXPIRY_MAX, "reason");
+		break;
+	case PROTO_FEATURES:
+		msg->features.flags = (uint32_t)get_uint(b, 4, "flags");
+		break;
+	case _PROTO_TYPE_MAX:
+		break;
 	}
 }
 
@@ -339,7 +355,7 @@ proto_decode(const uint8_t *untrusted_buf, size_t n, unsigned n_fds, struct prot
 	if (untrusted_version != PROTO_VERSION)
 		return error_setf(reterr, -EBADMSG, 4, "unsupported protocol version %u (want %d)",
 				  (unsigned)untrusted_version, PROTO_VERSION);
-	if (untrusted_type < PROTO_REQUEST || untrusted_type > PROTO_HELLO)
+	if (untrusted_type < PROTO_REQUEST || untrusted_type >= _PROTO_TYPE_MAX)
 		return error_setf(reterr, -EBADMSG, 6, "unknown message type %u",
 				  (unsigned)untrusted_type);
 	if (untrusted_length != n - PROTO_HEADER_SIZE)
@@ -463,6 +479,14 @@ proto_msg_done(struct proto_msg *msg)
 	if (msg->fd >= 0)
 		close(msg->fd);
 	msg->fd = -1;
+}
+
+const char *
+proto_expiry_name(unsigned reason)
+{
+	static const char *const names[] = { "no answer in time", "withdrawn by the mediator" };
+
+	return reason < ELEMENTSOF(names) ? names[reason] : "?";
 }
 
 const char *

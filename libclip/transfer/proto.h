@@ -34,7 +34,24 @@ enum proto_type {
 	PROTO_PROMPT = 3, /* mediator -> agent */
 	PROTO_ANSWER = 4, /* agent -> mediator */
 	PROTO_HELLO = 5, /* mediator -> agent: you are the one asked now */
+	PROTO_EXPIRED = 6, /* mediator -> agent: a question takes no answer any more */
+	PROTO_FEATURES = 7, /* agent -> mediator: the messages it understands */
+	_PROTO_TYPE_MAX,
 };
+
+/* Why a question expired (PROTO_EXPIRED). */
+enum proto_expiry {
+	PROTO_EXPIRY_TIMEOUT = 0, /* no answer within the timeout: denied */
+	PROTO_EXPIRY_WITHDRAWN = 1, /* the mediator stops: nothing is delivered */
+	_PROTO_EXPIRY_MAX,
+};
+
+/*
+ * What an agent asks for (PROTO_FEATURES): a message type the mediator
+ * sends only to an agent that said it understands it, so that an agent
+ * written before it never receives a type it does not know.
+ */
+#define PROTO_FEATURE_EXPIRED (UINT32_C(1) << 0)
 
 /* Outcomes of a transfer, as the client sees them. */
 enum proto_status {
@@ -92,6 +109,15 @@ struct proto_answer {
 	uint8_t allow;
 };
 
+struct proto_expired {
+	uint64_t id; /* the prompt's */
+	uint8_t reason; /* enum proto_expiry */
+};
+
+struct proto_features {
+	uint32_t flags; /* PROTO_FEATURE_*; bits unknown to the mediator are ignored */
+};
+
 struct proto_msg {
 	enum proto_type type;
 	int fd; /* the passed fd for a request, -1 otherwise; owned */
@@ -100,6 +126,8 @@ struct proto_msg {
 		struct proto_reply reply;
 		struct proto_prompt prompt;
 		struct proto_answer answer;
+		struct proto_expired expired;
+		struct proto_features features;
 	};
 };
 
@@ -139,6 +167,8 @@ void proto_msg_done(struct proto_msg *msg);
  * or "s<digit>" (which reads as a level). */
 bool proto_cage_name_valid(const char *s, size_t n);
 
+/* "no answer in time", "withdrawn by the mediator". */
+const char *proto_expiry_name(unsigned reason);
 /* "up", "down", "same", "incomparable". */
 const char *proto_direction_name(unsigned direction);
 const char *proto_status_name(unsigned status);

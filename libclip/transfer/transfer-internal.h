@@ -338,6 +338,7 @@ struct clip_mediator {
 	size_t n_cages;
 	struct source agent_listen;
 	struct source agent;
+	uint32_t agent_features; /* PROTO_FEATURE_* the agent asked for */
 	struct conn *conns;
 	size_t n_conns;
 	struct pending *pending;
@@ -410,5 +411,7 @@ int mediator_ask(struct clip_mediator *m, struct pending *p, const char *note);
 void mediator_pending_free(struct clip_mediator *m, struct pending *p);
 void mediator_agent_listen(struct clip_mediator *m);
 void mediator_agent_handle(struct clip_mediator *m);
-/* No answer in time: a denial. */
+/* No answer in time: a denial, and the agent told so. */
 void mediator_handle_timer(struct clip_mediator *m, struct pending *p);
+/* Teardown: tell the agent that every pending question is withdrawn. */
+void mediator_agent_withdraw_all(struct clip_mediator *m);

@@ -456,6 +456,117 @@ Test(mediator, a_requester_leaving_mid_delivery_is_survived, .timeout = 600)
 	world_teardown(&w);
 }
 
+/* The next message to the agent, waiting for it up to 5 s; 0, or -EAGAIN when none came. */
+static int
+agent_next(struct world *w, struct proto_msg *msg)
+{
+	struct pollfd p = { .fd = w->agent, .events = POLLIN };
+
+	if (poll(&p, 1, 5000) != 1)
+		return -EAGAIN;
+	return proto_recv(w->agent, msg, NULL);
+}
+
+static void
+agent_ask_features(struct world *w, uint32_t flags)
+{
+	struct proto_msg f = { .type = PROTO_FEATURES, .fd = -1 };
+
+	f.features.flags = flags;
+	cr_assert_eq(proto_send(w->agent, &f, NULL), 0);
+}
+
+Test(mediator, an_agent_that_asked_is_told_when_a_question_expires)
+{
+	struct world w;
+	struct clip_transfer *t;
+	struct proto_msg prompt, expired;
+
+	world_setup(&w, "low high ask\n", 200);
+	/* A bit of a later version too: ignored, not a reason to disconnect. */
+	agent_ask_features(&w, PROTO_FEATURE_EXPIRED | UINT32_C(1) << 31);
+	t = run(&w, 0, "high", "silence", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	cr_assert(strstr(clip_transfer_get_message(t), "no answer within 200 ms"));
+	clip_transfer_unref(t);
+	cr_assert_eq(agent_next(&w, &prompt), 0);
+	cr_assert_eq(prompt.type, PROTO_PROMPT);
+	cr_assert_eq(prompt.prompt.timeout_ms, 200);
+	cr_assert_eq(agent_next(&w, &expired), 0, "the agent is told");
+	cr_assert_eq(expired.type, PROTO_EXPIRED);
+	cr_assert_eq(expired.expired.id, prompt.prompt.id, "of the question it was asked");
+	cr_assert_eq(expired.expired.reason, PROTO_EXPIRY_TIMEOUT);
+	/* It stays the agent: the next question is put to it, and answered. */
+	t = run(&w, 0, "high", "yes", 1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(t));
+	clip_transfer_unref(t);
+	cr_assert_eq(agent_next(&w, &expired), -EAGAIN, "an answered question does not expire");
+	world_teardown(&w);
+}
+
+Test(mediator, an_agent_that_did_not_ask_gets_no_expired_message)
+{
+	struct world w;
+	struct clip_transfer *t;
+	struct proto_msg msg;
+
+	/* An agent of before the expired message: it only knows prompts. */
+	world_setup(&w, "low high ask\n", 200);
+	t = run(&w, 0, "high", "silence", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	clip_transfer_unref(t);
+	cr_assert_eq(agent_next(&w, &msg), 0);
+	cr_assert_eq(msg.type, PROTO_PROMPT);
+	cr_assert_eq(agent_next(&w, &msg), -EAGAIN, "nothing after the prompt");
+	/* Features of no known bit ask for nothing either. */
+	agent_ask_features(&w, UINT32_C(1) << 31);
+	t = run(&w, 0, "high", "silence", -1);
+	cr_assert(strstr(clip_transfer_get_message(t), "no answer within 200 ms"), "%s",
+		  clip_transfer_get_message(t));
+	clip_transfer_unref(t);
+	cr_assert_eq(agent_next(&w, &msg), 0);
+	cr_assert_eq(msg.type, PROTO_PROMPT);
+	cr_assert_eq(agent_next(&w, &msg), -EAGAIN, "nothing after the prompt");
+	world_teardown(&w);
+}
+
+Test(mediator, a_mediator_that_stops_withdraws_its_questions)
+{
+	struct world w;
+	struct clip_transfer *t;
+	struct proto_msg prompt, msg;
+	int src;
+
+	world_setup(&w, "low high ask\n", 60000);
+	agent_ask_features(&w, PROTO_FEATURE_EXPIRED);
+	src = test_file(w.dir, "source", "pending");
+	t = start(&w, 0, "high", src, "doc.txt");
+	close(src);
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = clip_mediator_get_fd(w.m), .events = POLLIN },
+			{ .fd = w.agent, .events = POLLIN },
+		};
+
+		pump(&w);
+		cr_assert_geq(poll(p, 2, 5000), 1, "the question is never asked");
+		if (p[1].revents & POLLIN)
+			break;
+	}
+	cr_assert_eq(proto_recv(w.agent, &prompt, NULL), 0);
+	cr_assert_eq(prompt.type, PROTO_PROMPT);
+	w.m = clip_mediator_unref(w.m);
+	cr_assert_eq(agent_next(&w, &msg), 0, "the agent is told");
+	cr_assert_eq(msg.type, PROTO_EXPIRED);
+	cr_assert_eq(msg.expired.id, prompt.prompt.id);
+	cr_assert_eq(msg.expired.reason, PROTO_EXPIRY_WITHDRAWN);
+	assert_errno(agent_next(&w, &msg), -ECONNRESET);
+	assert_errno(clip_transfer_wait(t, 5000, NULL), -ECONNRESET);
+	clip_transfer_unref(t);
+	world_teardown(&w);
+}
+
 struct limited_count {
 	int records, limited;
 	char summary[256];

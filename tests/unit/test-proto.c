@@ -85,6 +85,38 @@ Test(proto, refusals_name_what_is_wrong)
 	assert_refused(buf, n, 1, "field 'target' has a character");
 }
 
+Test(proto, expired_and_features_round_trip_and_their_refusals)
+{
+	struct proto_msg m = { .type = PROTO_EXPIRED, .fd = -1 }, got;
+	uint8_t buf[PROTO_MSG_MAX];
+	int n;
+
+	m.expired.id = UINT64_C(0x1122334455667788);
+	m.expired.reason = PROTO_EXPIRY_WITHDRAWN;
+	n = proto_encode(&m, buf);
+	cr_assert_eq(n, PROTO_HEADER_SIZE + 9);
+	cr_assert_eq(proto_decode(buf, (size_t)n, 0, &got, NULL), 0);
+	cr_assert_eq(got.type, PROTO_EXPIRED);
+	cr_assert_eq(got.expired.id, m.expired.id);
+	cr_assert_eq(got.expired.reason, PROTO_EXPIRY_WITHDRAWN);
+	buf[n - 1] = _PROTO_EXPIRY_MAX;
+	assert_refused(buf, (size_t)n, 0, "field 'reason' has an unknown value");
+	buf[8]--; /* the length that says so */
+	assert_refused(buf, (size_t)n - 1, 0, "message ends inside field 'reason'");
+
+	m = (struct proto_msg){ .type = PROTO_FEATURES, .fd = -1 };
+	/* Bits this version does not know are kept: the mediator ignores them. */
+	m.features.flags = PROTO_FEATURE_EXPIRED | UINT32_C(1) << 31;
+	n = proto_encode(&m, buf);
+	cr_assert_eq(n, PROTO_HEADER_SIZE + 4);
+	cr_assert_eq(proto_decode(buf, (size_t)n, 0, &got, NULL), 0);
+	cr_assert_eq(got.type, PROTO_FEATURES);
+	cr_assert_eq(got.features.flags, m.features.flags);
+	assert_refused(buf, (size_t)n, 1, "came with 1 fds");
+	buf[6] = _PROTO_TYPE_MAX;
+	assert_refused(buf, (size_t)n, 0, "unknown message type 8");
+}
+
 Test(proto, note_refuses_control_and_bidi)
 {
 	struct proto_msg m = { .type = PROTO_REQUEST, .fd = -1 };
