@@ -119,10 +119,18 @@ expect 4 "up, ask + no: denied by the user" -- send low "$base/doc.bin" high
 like "ask + no: the reason" "$err" "denied by the user: refused by the user"
 stop_all
 start_clipd --confirm-timeout-ms 300 && start_agent never && ok "clipd and a silent agent" || not_ok "clipd and a silent agent"
+agent_pid=${pids[-1]}
 expect 4 "agent timeout: denied" -- send low "$base/doc.bin" high
 like "timeout: the reason" "$err" "no answer within 300 ms"
 like "timeout: audited as such" "$(last_record)" "decision=deny by=timeout"
 [ -z "$(ls -A "$d/in-high")" ] && ok "denied: nothing in the inbox" || not_ok "denied: nothing in the inbox"
+# The agent reads in order: once the mediator is gone, it has read the
+# expiry that came before (doc/confirm-protocol.md, "6 expired"), and exits.
+kill "$clipd_pid"
+wait "$clipd_pid"
+wait "$agent_pid"
+is "timeout: the agent exits 0 when the mediator goes away" "$?" 0
+like "timeout: the agent was told the question expired" "$(cat "$d/agent.log")" "-> no answer in time: not delivered"
 stop_all
 start_clipd && ok "clipd without agent" || not_ok "clipd without agent"
 expect 4 "no agent: ask is a denial" -- send low "$base/doc.bin" high
