@@ -20,6 +20,7 @@
 #define CLIP_EXEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,30 @@ struct clip_error;
 
 /* The bound of clip_exec_read_all() when it is given 0. */
 #define CLIP_EXEC_READ_MAX (64u * 1024 * 1024)
+
+/* clip_exec_allow_tree(): change nothing, say whether the tree passes. */
+#define CLIP_EXEC_TREE_CHECK (1u << 0)
+/* clip_exec_allow_tree(): also walk the file systems mounted in the tree. */
+#define CLIP_EXEC_TREE_CROSS_MOUNTS (1u << 1)
+
+/*
+ * What clip_exec_allow_tree() found. Set size to
+ * sizeof(struct clip_exec_tree_stats); the library fills what both sides
+ * know.
+ */
+struct clip_exec_tree_stats {
+	uint32_t size;
+	/* Regular files walked. */
+	uint64_t files;
+	/* Files given x bits (with CLIP_EXEC_TREE_CHECK: that lack them). */
+	uint64_t changed;
+	/* Files and directories left as they are, being unsafe to bless. */
+	uint64_t unsafe;
+	/* Regular files on a file system mounted noexec: no mode makes them pass. */
+	uint64_t noexec;
+	/* Mount points inside the tree, not walked into. */
+	uint64_t mounts;
+};
 
 /**
  * clip_exec_check_support - whether the kernel answers the check itself
@@ -205,6 +230,49 @@ int clip_exec_open(struct clip_ctx *ctx, int dirfd, const char *path, unsigned f
  */
 int clip_exec_read_all(struct clip_ctx *ctx, int fd, size_t max, char **ret, size_t *ret_size,
 		       struct clip_error **reterr);
+
+/**
+ * clip_exec_allow_tree - make an interpreter's library tree pass the check
+ *
+ * Walks the directory @path and gives every regular file the x bit of each
+ * class (owner, group, others) that has its r bit: whoever may read a
+ * file of the tree may then also run it as code, under
+ * SECBIT_EXEC_RESTRICT_FILE. Nothing else changes: no bit is removed,
+ * directories keep their mode (their x bit is what opening a file needs
+ * already), and a file that already has its bits is not touched, so a
+ * second call changes nothing.
+ *
+ * Whoever can write to a file, or to a directory, of the tree could put
+ * code there that would then pass the check. So a file or directory owned
+ * by another user than root and the caller, one writable by its group or
+ * by others, a set-user-ID or set-group-ID file that lacks x bits, and a
+ * tree whose parent directories others may write to (unless sticky) are
+ * left as they are, logged at LOG_WARNING, and counted as unsafe; an
+ * unsafe directory is not walked. Symbolic links are never followed (the
+ * file a link names is blessed only if it is in a tree itself), nor are
+ * mount points crossed, unless @flags has CLIP_EXEC_TREE_CROSS_MOUNTS.
+ * Each change is logged at LOG_INFO, each mount point at LOG_NOTICE.
+ *
+ * @param ctx a context
+ * @param dirfd a directory, or AT_FDCWD; @path is relative to it
+ * @param path the tree (symbolic links in @path itself are followed)
+ * @param flags CLIP_EXEC_TREE_CHECK, CLIP_EXEC_TREE_CROSS_MOUNTS
+ * @param stats NULL, or where the counts are stored (its size member set
+ *	  by the caller); untouched on failure
+ * @param reterr optional
+ * @return 0 when the tree passes (afterwards; with CLIP_EXEC_TREE_CHECK,
+ *	   as it is): no file to change, none unsafe, none on a noexec
+ *	   mount; 1 when it does not; or -ENOENT, -ENOTDIR (@path is not a
+ *	   directory), -EACCES (a directory of the tree cannot be read),
+ *	   -EPERM (a file cannot be changed: the caller is not its owner),
+ *	   -EROFS, -ELOOP (more than 128 levels of directories),
+ *	   -ENAMETOOLONG, -EMFILE, -EOPNOTSUPP (no fchmodat2(), Linux 6.6,
+ *	   and no /proc to change a mode through a descriptor), -EINVAL,
+ *	   -ENOMEM, -ECHILD.
+ * @since 0.1
+ */
+int clip_exec_allow_tree(struct clip_ctx *ctx, int dirfd, const char *path, unsigned flags,
+			 struct clip_exec_tree_stats *stats, struct clip_error **reterr);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <clip/exec.h>
 
@@ -25,6 +26,15 @@ int exec_may_run_file(struct clip_ctx *ctx, int fd, const char *name, unsigned f
 		      struct clip_error **reterr);
 int exec_open(struct clip_ctx *ctx, int dirfd, const char *path, unsigned flags,
 	      struct clip_error **reterr);
+
+/*
+ * @name fit for a one-line message (control characters replaced, cut
+ * after 200 bytes), or "file descriptor @fd" when NULL; in @buf.
+ */
+const char *exec_shown_name(const char *name, int fd, char *buf, size_t size);
+
+int exec_allow_tree(struct clip_ctx *ctx, int dirfd, const char *path, unsigned flags,
+		    struct clip_exec_tree_stats *ret, struct clip_error **reterr);
 
 /* Whether valgrind runs us: it would execute a checked file, so the check degrades. */
 bool exec_under_valgrind(void);

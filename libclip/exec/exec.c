@@ -144,9 +144,8 @@ degraded_check(int fd)
 	return 0;
 }
 
-/* A file name fit for a one-line message. */
-static const char *
-shown_name(const char *name, int fd, char *buf, size_t size)
+const char *
+exec_shown_name(const char *name, int fd, char *buf, size_t size)
 {
 	size_t i = 0;
 
@@ -247,7 +246,7 @@ refusal(struct clip_ctx *ctx, int fd, int r, const char *name, const char *why_e
 	if (!reterr && !log_enabled(ctx, LOG_WARNING))
 		return r;
 	explain(fd, r, reason, sizeof(reason));
-	shown_name(name, fd, shown, sizeof(shown));
+	exec_shown_name(name, fd, shown, sizeof(shown));
 	log_warning(ctx, "refused to run %s as code: %s (%s%s)", shown, reason, why_enforced,
 		    degraded ? ", degraded check" : "");
 	return error_set(reterr, r, "%s may not run as code: %s (%s%s)", shown, reason,
@@ -263,7 +262,7 @@ would_refuse(struct clip_ctx *ctx, int fd, int r, const char *name, const char *
 		return;
 	explain(fd, r, reason, sizeof(reason));
 	log_notice(ctx, "%s fails the exec check (%s): allowed, but %s would refuse it",
-		   shown_name(name, fd, shown, sizeof(shown)), reason, bit);
+		   exec_shown_name(name, fd, shown, sizeof(shown)), reason, bit);
 }
 
 static int
@@ -310,7 +309,7 @@ exec_may_run_file(struct clip_ctx *ctx, int fd, const char *name, unsigned flags
 	if (r == 0) {
 		if (log_enabled(ctx, LOG_DEBUG))
 			log_debug(ctx, "%s passes the exec check",
-				  shown_name(name, fd, shown, sizeof(shown)));
+				  exec_shown_name(name, fd, shown, sizeof(shown)));
 		return 0;
 	}
 	if (policy(flags) & CLIP_EXEC_RESTRICT_FILE)
@@ -436,7 +435,7 @@ exec_open(struct clip_ctx *ctx, int dirfd, const char *path, unsigned flags,
 	fd = open_file(dirfd, path, flags & CLIP_EXEC_OPEN_MAGICLINKS);
 	if (fd < 0) {
 		r = fd;
-		shown_name(path, -1, shown, sizeof(shown));
+		exec_shown_name(path, -1, shown, sizeof(shown));
 		if (r == -ELOOP && !(flags & CLIP_EXEC_OPEN_MAGICLINKS))
 			return error_set(reterr, r,
 					 "cannot open %s: too many symbolic links, or a /proc "
@@ -446,15 +445,15 @@ exec_open(struct clip_ctx *ctx, int dirfd, const char *path, unsigned flags,
 	}
 	if (fstat(fd, &st) < 0)
 		return error_set_errno(reterr, -errno, "cannot stat %s",
-				       shown_name(path, -1, shown, sizeof(shown)));
+				       exec_shown_name(path, -1, shown, sizeof(shown)));
 	if (S_ISDIR(st.st_mode))
 		return error_set(reterr, -EISDIR, "%s is a directory",
-				 shown_name(path, -1, shown, sizeof(shown)));
+				 exec_shown_name(path, -1, shown, sizeof(shown)));
 	/* O_NONBLOCK only kept the open from hanging on a FIFO. */
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
 		return error_set_errno(reterr, -errno, "cannot make %s blocking",
-				       shown_name(path, -1, shown, sizeof(shown)));
+				       exec_shown_name(path, -1, shown, sizeof(shown)));
 	r = exec_may_run_file(ctx, fd, path, flags & ~CLIP_EXEC_OPEN_MAGICLINKS, reterr);
 	if (r < 0)
 		return r;

@@ -776,3 +776,316 @@ Test(exec, same_answer_as_the_syscall)
 	}
 	clip_ctx_unref(ctx);
 }
+
+/* clip_exec_allow_tree(): a tree an administrator deploys for an interpreter. */
+
+static mode_t
+mode_of(const char *dir, const char *name)
+{
+	char path[600];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(lstat(path, &st), 0, "%s: %s", path, strerror(errno));
+	return st.st_mode & 07777;
+}
+
+static void
+make_dir(const char *dir, const char *name, mode_t mode)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(mkdir(path, mode), 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(chmod(path, mode), 0);
+}
+
+#define TREE_STATS \
+	{ \
+		.size = sizeof(struct clip_exec_tree_stats) \
+	}
+
+static const struct {
+	const char *name;
+	mode_t before, after;
+} tree_files[] = {
+	{ "lib/a.py", 0644, 0755 },       { "lib/private.py", 0600, 0700 },
+	{ "lib/group.py", 0640, 0750 },   { "lib/ro.py", 0444, 0555 },
+	{ "lib/done.py", 0755, 0755 },    { "lib/none", 0000, 0000 },
+	{ "lib/pkg/b.pm", 0644, 0755 },   { "lib/pkg/deep/c.pyc", 0640, 0750 },
+	{ "lib/owner-x.pl", 0744, 0755 },
+};
+
+/* Files get x where they have r, once; links and FIFOs are left alone. */
+Test(exec, allow_tree)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+	struct clip_exec_tree_stats st = TREE_STATS;
+	struct clip_ctx *ctx = test_ctx(NULL);
+	char path[600], target[600];
+	int fd;
+
+	make_dir(dir, "lib", 0755);
+	make_dir(dir, "lib/pkg", 0755);
+	make_dir(dir, "lib/pkg/deep", 0750);
+	make_dir(dir, "outside", 0755);
+	for (size_t i = 0; i < ELEMENTSOF(tree_files); i++)
+		close(file_with_mode(dir, tree_files[i].name, tree_files[i].before));
+	close(file_with_mode(dir, "outside/o.py", 0644));
+	/* Links out of the tree, to a file and to a directory: never followed. */
+	snprintf(path, sizeof(path), "%s/lib/link.py", dir);
+	snprintf(target, sizeof(target), "%s/outside/o.py", dir);
+	cr_assert_eq(symlink(target, path), 0);
+	snprintf(path, sizeof(path), "%s/lib/linkdir", dir);
+	snprintf(target, sizeof(target), "%s/outside", dir);
+	cr_assert_eq(symlink(target, path), 0);
+	snprintf(path, sizeof(path), "%s/lib/fifo", dir);
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	snprintf(path, sizeof(path), "%s/lib", dir);
+
+	/* Checked: says what would change, changes nothing. */
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, CLIP_EXEC_TREE_CHECK, &st, NULL), 1);
+	cr_assert_eq(st.files, ELEMENTSOF(tree_files));
+	cr_assert_eq(st.changed, 7);
+	cr_assert_eq(st.unsafe + st.noexec + st.mounts, 0);
+	for (size_t i = 0; i < ELEMENTSOF(tree_files); i++)
+		cr_assert_eq(mode_of(dir, tree_files[i].name), tree_files[i].before);
+
+	st = (struct clip_exec_tree_stats)TREE_STATS;
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, &st, NULL), 0);
+	cr_assert_eq(st.changed, 7);
+	for (size_t i = 0; i < ELEMENTSOF(tree_files); i++)
+		cr_assert_eq(mode_of(dir, tree_files[i].name), tree_files[i].after, "%s: %04o",
+			     tree_files[i].name, (unsigned)mode_of(dir, tree_files[i].name));
+	cr_assert_eq(mode_of(dir, "outside/o.py"), 0644, "a link out of the tree was followed");
+	cr_assert_eq(mode_of(dir, "lib/fifo"), 0644);
+	cr_assert_eq(mode_of(dir, "lib/pkg/deep"), 0750, "a directory's mode changed");
+
+	/* Again: nothing to do; and the tree now passes the check. */
+	st = (struct clip_exec_tree_stats)TREE_STATS;
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, &st, NULL), 0);
+	cr_assert_eq(st.changed, 0);
+	cr_assert_eq(st.files, ELEMENTSOF(tree_files));
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, CLIP_EXEC_TREE_CHECK, NULL, NULL),
+		     0);
+	snprintf(path, sizeof(path), "%s/lib/pkg/b.pm", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (!under_valgrind())
+		cr_assert_eq(clip_exec_check_fd(ctx, fd, NULL), 0);
+	close(fd);
+	clip_ctx_unref(ctx);
+}
+
+/* What others could write is never blessed, and says why. */
+Test(exec, allow_tree_unsafe)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+	struct clip_exec_tree_stats st = TREE_STATS;
+	struct log_capture log = { 0 };
+	struct clip_ctx *ctx = test_ctx(NULL);
+	char path[600];
+	int unsafe = 4;
+
+	cr_assert_eq(clip_ctx_set_log_fn(ctx, capture, &log), 0);
+	make_dir(dir, "lib", 0755);
+	make_dir(dir, "lib/open", 0777);
+	close(file_with_mode(dir, "lib/ok.py", 0644));
+	close(file_with_mode(dir, "lib/gw.py", 0664));
+	close(file_with_mode(dir, "lib/ow.py", 0646));
+	close(file_with_mode(dir, "lib/suid", 04644));
+	close(file_with_mode(dir, "lib/open/in.py", 0644));
+	if (test_is_root()) {
+		close(file_with_mode(dir, "lib/theirs.py", 0644));
+		snprintf(path, sizeof(path), "%s/lib/theirs.py", dir);
+		cr_assert_eq(chown(path, TEST_UID, TEST_GID), 0);
+		unsafe++;
+	}
+	snprintf(path, sizeof(path), "%s/lib", dir);
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, &st, NULL), 1);
+	cr_assert_eq(st.unsafe, unsafe, "%llu unsafe", (unsigned long long)st.unsafe);
+	cr_assert_eq(log.warnings, unsafe);
+	cr_assert_eq(st.changed, 1);
+	cr_assert_eq(mode_of(dir, "lib/ok.py"), 0755, "a safe file beside unsafe ones");
+	cr_assert_eq(mode_of(dir, "lib/gw.py"), 0664);
+	cr_assert_eq(mode_of(dir, "lib/ow.py"), 0646);
+	cr_assert_eq(mode_of(dir, "lib/suid"), 04644, "a set-user-ID file made executable");
+	cr_assert_eq(mode_of(dir, "lib/open/in.py"), 0644, "a world-writable directory walked");
+	if (test_is_root())
+		cr_assert_eq(mode_of(dir, "lib/theirs.py"), 0644);
+	/* Still unsafe, and said again: the tree does not pass. */
+	log = (struct log_capture){ 0 };
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, CLIP_EXEC_TREE_CHECK, NULL, NULL),
+		     1);
+	cr_assert_eq(log.warnings, unsafe);
+
+	/* A tree below a directory others may write to (not sticky). */
+	make_dir(dir, "shared", 0777);
+	make_dir(dir, "shared/lib", 0755);
+	close(file_with_mode(dir, "shared/lib/a.py", 0644));
+	snprintf(path, sizeof(path), "%s/shared/lib", dir);
+	log = (struct log_capture){ 0 };
+	st = (struct clip_exec_tree_stats)TREE_STATS;
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, &st, NULL), 1);
+	cr_assert_eq(st.unsafe, 1);
+	cr_assert(strstr(log.last, "a directory above it is writable by others (mode 0777)"), "%s",
+		  log.last);
+	/* Sticky, as /tmp: others cannot take the tree away. */
+	cr_assert_eq(chmod(dir, 01777) == 0 && chmod(path, 0755) == 0, 1);
+	snprintf(path, sizeof(path), "%s/shared", dir);
+	cr_assert_eq(chmod(path, 01777), 0);
+	snprintf(path, sizeof(path), "%s/shared/lib", dir);
+	cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, NULL, NULL), 0);
+	cr_assert_eq(chmod(dir, 0755), 0);
+	clip_ctx_unref(ctx);
+}
+
+static int
+allow_tree_mounts_child(void *arg)
+{
+	const char *dir = arg;
+	struct clip_exec_tree_stats st = TREE_STATS;
+	struct clip_ctx *ctx = NULL;
+	char path[600];
+	int r;
+
+	/* A tmpfs inside the tree, and the tree's own mount made noexec. */
+	snprintf(path, sizeof(path), "%s/lib/mnt", dir);
+	r = enter_noexec(path);
+	if (r)
+		return r;
+	if (mount("clip-exec", path, "tmpfs", MS_REMOUNT, "mode=0755") < 0)
+		return 80;
+	close(test_file(path, "m.py", "pass\n"));
+	snprintf(path, sizeof(path), "%s/lib", dir);
+	if (clip_ctx_new(&ctx) < 0)
+		return 81;
+	if (clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, &st, NULL) != 0)
+		return 1;
+	if (st.mounts != 1 || st.changed != 1 || mode_of(dir, "lib/mnt/m.py") != 0644)
+		return 2;
+	st = (struct clip_exec_tree_stats)TREE_STATS;
+	if (clip_exec_allow_tree(ctx, AT_FDCWD, path, CLIP_EXEC_TREE_CROSS_MOUNTS, &st, NULL) != 0)
+		return 3;
+	if (st.mounts != 0 || st.changed != 1 || mode_of(dir, "lib/mnt/m.py") != 0755)
+		return 4;
+	/* The inner mount, remounted noexec: its files fail whatever their mode. */
+	snprintf(path, sizeof(path), "%s/lib/mnt", dir);
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_NOEXEC, NULL) < 0)
+		return 82;
+	st = (struct clip_exec_tree_stats)TREE_STATS;
+	if (clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, &st, NULL) != 1 || st.noexec != 1)
+		return 5;
+	clip_ctx_unref(ctx);
+	return 0;
+}
+
+Test(exec, allow_tree_mounts)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+	int r;
+
+	make_dir(dir, "lib", 0755);
+	make_dir(dir, "lib/mnt", 0755);
+	close(file_with_mode(dir, "lib/a.py", 0644));
+	r = in_child(allow_tree_mounts_child, dir);
+	if (r == 77)
+		cr_skip_test("no mount namespace: unprivileged user namespaces are off");
+	cr_assert_eq(r, 0, "step %d failed", r);
+}
+
+static int
+allow_tree_unprivileged_child(void *arg)
+{
+	const char *dir = arg;
+	struct clip_error *e = NULL;
+	struct clip_ctx *ctx = NULL;
+	char path[600];
+	int r;
+
+	if (clip_ctx_new(&ctx) < 0)
+		return 90;
+	snprintf(path, sizeof(path), "%s/lib", dir);
+	/* root's files are safe to bless, but not nobody's to change. */
+	if (clip_exec_allow_tree(ctx, AT_FDCWD, path, CLIP_EXEC_TREE_CHECK, NULL, NULL) != 1)
+		return 1;
+	r = clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, NULL, &e);
+	if (r != -EPERM || !strstr(clip_error_get_message(e), "cannot change the mode of ") ||
+	    !strstr(clip_error_get_message(e), "/lib/a.py: Operation not permitted"))
+		return 2;
+	clip_error_free(e);
+	clip_ctx_unref(ctx);
+	return 0;
+}
+
+Test(exec, allow_tree_unprivileged)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+
+	if (!test_is_root())
+		cr_skip_test("files of another owner need root to create");
+	make_dir(dir, "lib", 0755);
+	close(file_with_mode(dir, "lib/a.py", 0644));
+	cr_assert_eq(test_run_unprivileged(allow_tree_unprivileged_child, dir), 0);
+	cr_assert_eq(mode_of(dir, "lib/a.py"), 0644);
+}
+
+Test(exec, allow_tree_errors)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+	struct clip_exec_tree_stats st = TREE_STATS;
+	struct clip_ctx *ctx = test_ctx(NULL);
+	struct clip_error *e = NULL;
+	char path[600];
+	size_t len;
+
+	close(file_with_mode(dir, "file", 0644));
+	snprintf(path, sizeof(path), "%s/missing", dir);
+	assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, NULL, &e), -ENOENT);
+	cr_assert(strstr(message(e), "cannot open the tree ") && strstr(message(e), "/missing"),
+		  "%s", message(e));
+	e = clip_error_free(e);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, NULL, &e), -ENOTDIR);
+	cr_assert(strstr(message(e), "/file is not a directory"), "%s", message(e));
+	e = clip_error_free(e);
+	assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, NULL, 0, NULL, NULL), -EINVAL);
+	assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, "", 0, NULL, NULL), -EINVAL);
+	assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, dir, 1u << 7, NULL, NULL), -EINVAL);
+	assert_errno(clip_exec_allow_tree(ctx, -7, dir, 0, NULL, NULL), -EBADF);
+	assert_errno(clip_exec_allow_tree(NULL, AT_FDCWD, dir, 0, NULL, NULL), -EINVAL);
+
+	/* The stats struct: too small, too large, larger and zero-padded. */
+	st.size = 8;
+	st.files = 42;
+	assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, dir, 0, &st, &e), -EINVAL);
+	cr_assert(strstr(message(e), "struct clip_exec_tree_stats of 8 bytes"), "%s", message(e));
+	cr_assert_eq(st.files, 42, "stats changed on failure");
+	e = clip_error_free(e);
+	{
+		struct {
+			struct clip_exec_tree_stats st;
+			uint64_t later;
+		} big = { .st.size = sizeof(big), .later = 7 };
+
+		cr_assert_eq(clip_exec_allow_tree(ctx, AT_FDCWD, dir, 0, &big.st, NULL), 0);
+		cr_assert_eq(big.st.files, 1);
+		cr_assert_eq(big.later, 0);
+		big.st.size = 5000;
+		assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, dir, 0, &big.st, NULL), -E2BIG);
+	}
+
+	/* Deeper than 128 levels: refused, not a stack to exhaust. */
+	snprintf(path, sizeof(path), "%s/deep", dir);
+	cr_assert_eq(mkdir(path, 0755), 0);
+	len = strlen(path);
+	for (int i = 0; i < 130 && len + 3 < sizeof(path); i++) {
+		memcpy(path + len, "/d", 3);
+		len += 2;
+		cr_assert_eq(mkdir(path, 0755), 0);
+	}
+	snprintf(path, sizeof(path), "%s/deep", dir);
+	assert_errno(clip_exec_allow_tree(ctx, AT_FDCWD, path, 0, NULL, &e), -ELOOP);
+	cr_assert(strstr(message(e), "more than 128 levels of directories"), "%s", message(e));
+	e = clip_error_free(e);
+	clip_ctx_unref(ctx);
+}
