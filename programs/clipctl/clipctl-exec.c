@@ -3,6 +3,7 @@
  * clipctl exec-check FILE: may FILE run as code (the kernel's answer)?
  * clipctl exec-policy [BIT... -- COMMAND [ARG...]]: print the exec
  * securebits, or add some and run COMMAND under them.
+ * clipctl exec-policy allow-tree: clipctl-exec-tree.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +80,8 @@ clipctl_exec_policy(struct clipctl *c, int argc, char **argv)
 	unsigned bits = 0;
 	int i, r;
 
+	if (argc > 0 && strcmp(argv[0], "allow-tree") == 0)
+		return clipctl_exec_allow_tree(c, argc, argv);
 	for (i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
 		size_t j;
 
