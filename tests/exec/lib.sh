@@ -46,8 +46,10 @@ setup_mounts() {
 }
 
 # make_executable_copy DIR...: cover each system directory DIR with a copy
-# whose files are executable, as a system that sets SECBIT_EXEC_RESTRICT_FILE
-# must ship its interpreters' libraries (Debian installs them 0644).
+# made to pass the exec check by `clipctl exec-policy allow-tree`, as a
+# system that sets SECBIT_EXEC_RESTRICT_FILE must deploy its interpreters'
+# libraries (Debian installs them 0644). A copy, owned by the caller: the
+# host's files stay as they are, and a user namespace can change it.
 make_executable_copy() {
 	local d copy
 	for d in "$@"; do
@@ -57,7 +59,7 @@ make_executable_copy() {
 		(cd "$d" && tar --exclude=./test --exclude=./idlelib --exclude=./tkinter \
 			--exclude=./turtledemo --exclude=./lib2to3 --exclude='./config-*' \
 			--exclude=./pod -cf - .) | (cd "$copy" && tar --no-same-owner -xpf -)
-		find "$copy" -type f -exec chmod a+rx {} +
+		"$clipctl" exec-policy allow-tree "$copy" >/dev/null || return 1
 		mount --bind "$copy" "$d"
 	done
 }

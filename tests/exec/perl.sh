@@ -62,8 +62,8 @@ ids=root
 expect 13 "restrict-file, Debian's 0644 modules: use strict is refused" -- \
 	exec_as root restrict-file "$pl" "$lib/main.pl" use Clip::Good
 like "restrict-file, Debian's 0644 modules: the reason is given" "$err" "Can't run strict.pm: .*strict.pm may not run as code: it is not executable"
-make_executable_copy /usr/share/perl/5.36.0 /usr/lib/x86_64-linux-gnu/perl/5.36.0 \
-	/usr/lib/x86_64-linux-gnu/perl-base /usr/share/perl5 /usr/lib/x86_64-linux-gnu/perl5/5.36 /etc/perl
+mapfile -t trees < <("$clipctl" exec-policy allow-tree --list --interpreter "$pl")
+make_executable_copy "${trees[@]}"
 
 for id in $ids; do
 	run() { exec_as "$id" "$@"; }

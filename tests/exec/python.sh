@@ -59,13 +59,15 @@ ids=root
 [ "$CLIP_EXEC_NS" = user ] && ids=user
 
 # Debian installs the standard library 0644: under RESTRICT_FILE nothing of
-# it may run, and Python cannot even start. Shown once, then the library is
-# made executable (a copy bound over it) for the rest.
+# it may run, and Python cannot even start. Shown once, then the trees that
+# clipctl finds for this Python (the standard library, dist-packages) are
+# made executable (copies bound over them) for the rest.
 expect 1 "restrict-file, Debian's 0644 stdlib: Python cannot start" -- \
 	exec_as root restrict-file "$py" "$app/main.py" good
 like "restrict-file, Debian's 0644 stdlib: the reason is given" "$err" \
 	"encodings/__init__.py may not run as code: it is not executable"
-make_executable_copy /usr/lib/python3.11
+mapfile -t trees < <("$clipctl" exec-policy allow-tree --list --interpreter "$py")
+make_executable_copy "${trees[@]}"
 
 for id in $ids; do
 	run() { exec_as "$id" "$@"; }
