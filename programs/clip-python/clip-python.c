@@ -56,11 +56,25 @@ refuse(const char *what, struct clip_error *error)
 	clip_error_free(error);
 }
 
+static bool
+is_refusal(int r)
+{
+	return r == -EACCES || r == -EPERM || r == -ETXTBSY;
+}
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
 /* OSError(errno, message, path): PermissionError for a refusal. */
 static void
 raise_os_error(int r, struct clip_error *error, PyObject *path)
 {
-	bool refused = r == -EACCES || r == -EPERM || r == -ETXTBSY;
+	bool refused = is_refusal(r);
 	PyObject *args;
 
 	args = Py_BuildValue("(isO)", -r, refused ? clip_error_get_message(error) : strerror(-r),
@@ -85,6 +99,14 @@ load_code(PyObject *path)
 	if (!PyUnicode_FSConverter(path, &bytes))
 		return NULL;
 	fd = clip_exec_open(L.ctx, AT_FDCWD, PyBytes_AS_STRING(bytes), 0, &error);
+	/*
+	 * site skips a .pth file it cannot open without a word, and with it
+	 * the paths and imports the file adds: the refusal would only show
+	 * as a missing module later. Said here, as site says a bad line.
+	 */
+	if (fd < 0 && is_refusal(fd) && ends_with(PyBytes_AS_STRING(bytes), ".pth"))
+		fprintf(stderr, "%s: warning: .pth file skipped: %s\n", L.prog,
+			clip_error_get_message(error));
 	Py_DECREF(bytes);
 	if (fd < 0) {
 		raise_os_error(fd, error, path);

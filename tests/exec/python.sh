@@ -33,6 +33,11 @@ echo 'print("startup ran")' >"$T/noexec/startup.py"
 echo 'print("from stdin")' >"$app/stdin.py"
 echo 'print("from stdin")' >"$app/stdin-nox.py"
 printf 'import os\nos.environ["PYTHONINSPECT"] = "1"\nprint("not reached")\n' >"$app/setinspect.py"
+# A site directory as site-packages is: one .pth file executable, one not.
+mkdir -p "$app/site/x-added" "$app/site/nox-added"
+echo x-added >"$app/site/x.pth"
+echo nox-added >"$app/site/nox.pth"
+printf 'import site, sys\nsite.addsitedir(sys.argv[1])\nprint(*(d.endswith("-added") and d.rsplit("/", 1)[1] for d in sys.path if d.endswith("-added")))\n' >"$app/addsite.py"
 cp "$here/stdlib-200.txt" "$app/stdlib-200.txt"
 printf 'import sys\nfor n in open(sys.argv[1]).read().split():\n    __import__(n)\nprint("imported", len(open(sys.argv[1]).read().split()))\n' >"$app/imp.py"
 # A sourceless .pyc (no .py beside it): CPython 3.11 reads those with FileIO.
@@ -50,7 +55,8 @@ for d in ("exec", "noexec"):
 PY
 chmod 755 "$app"/*.py "$app/pkg/__main__.py" "$T"/noexec/*.py "$T"/exec/*.zip "$T"/noexec/*.zip "$T"/noexec/*.pyc \
 	"$T"/exec/sourceless/*.pyc "$T/noexec/pkg/__main__.py"
-chmod 644 "$app/nox.py" "$app/stdin-nox.py"
+chmod 755 "$app/site/x.pth" "$app/addsite.py"
+chmod 644 "$app/nox.py" "$app/stdin-nox.py" "$app/site/nox.pth"
 export PYTHONPATH=$app:$T/noexec PYTHONDONTWRITEBYTECODE=1
 unset PYTHONSTARTUP PYTHONINSPECT
 
@@ -80,6 +86,9 @@ for id in $ids; do
 	like "$id, no bits: and the would-be refusal is logged" "$err" \
 		"bad.py fails the exec check \(its file system is mounted noexec\): allowed, but SECBIT_EXEC_RESTRICT_FILE would refuse it"
 	expect 0 "$id, no bits: -c runs" -- run none "$py" -c 'print("c ok")'
+	expect 0 "$id, no bits: both .pth files are read" -- run none "$py" "$app/addsite.py" "$app/site"
+	is "$id, no bits: both paths added" "$out" "nox-added x-added"
+	is "$id, no bits: nothing said by default" "$err" ""
 	out=$(echo 'print("piped")' | run none "$py" 2>&1)
 	is "$id, no bits: a piped script runs" "$out" "piped"
 
@@ -92,6 +101,12 @@ for id in $ids; do
 	expect 1 "$id, restrict-file: a module without the x bit is refused" -- \
 		run restrict-file "$py" "$app/main.py" nox
 	like "$id, restrict-file: because it is not executable" "$err" "nox.py may not run as code: it is not executable by this user \(mode 0644\)"
+	expect 0 "$id, restrict-file: a .pth file without the x bit is skipped" -- \
+		run restrict-file "$py" "$app/addsite.py" "$app/site"
+	is "$id, restrict-file: only the executable .pth file's path is added" "$out" "x-added"
+	like "$id, restrict-file: the skip is a warning, shown by default" "$err" \
+		"^[^ ]*clip-python: warning: .pth file skipped: $app/site/nox.pth may not run as code: it is not executable by this user \(mode 0644\) \(SECBIT_EXEC_RESTRICT_FILE\)$"
+	is "$id, restrict-file: and the only one (the system's .pth files pass)" "$(wc -l <<<"$err")" 1
 	expect 126 "$id, restrict-file: a main script on a noexec mount is refused" -- \
 		run restrict-file "$py" "$T/noexec/main.py"
 	like "$id, restrict-file: can't run file" "$err" "can't run file '$T/noexec/main.py': .*mounted noexec"
