@@ -35,6 +35,8 @@ struct trees {
 	struct tree t[TREES_MAX];
 	size_t n;
 	bool cross_mounts;
+	/* Skip what does not exist: a package hook, after a removal. */
+	bool ignore_missing;
 };
 
 static void
@@ -51,6 +53,7 @@ usage(FILE *f)
 	      "  --check             change nothing: exit 0 when every tree passes\n"
 	      "  --list              print the trees and exit\n"
 	      "  --cross-mounts      also walk the file systems mounted in the trees\n"
+	      "  --ignore-missing    skip a DIR or PROG that does not exist\n"
 	      "  -h, --help          this text\n"
 	      "\n"
 	      "Exit status: 0 every tree passes, 1 one does not or an error, 2 usage.\n",
@@ -104,8 +107,8 @@ run_for_output(const char **argv, char *buf, size_t size, size_t *ret_len)
 		if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(p[1], STDOUT_FILENO) < 0)
 			_exit(127);
 		execvpe(argv[0], (char *const *)argv, envp);
-		fprintf(stderr, "clipctl: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+		/* As a shell says it: 127 not found, 126 found but not run. */
+		_exit(errno == ENOENT ? 127 : 126);
 	}
 	close(p[1]);
 	while (len < size && (n = read(p[0], buf + len, size - len)) != 0) {
@@ -121,6 +124,10 @@ run_for_output(const char **argv, char *buf, size_t size, size_t *ret_len)
 			return -errno;
 	if (len == size)
 		return -E2BIG;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+		return -ENOENT;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 126)
+		return -EACCES;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -ECHILD;
 	*ret_len = len;
@@ -136,7 +143,7 @@ add_tree(struct trees *trees, const char *path, const char *from)
 	real = realpath(path, NULL);
 	if (!real) {
 		/* An interpreter lists directories that may not exist (yet). */
-		if (from && (errno == ENOENT || errno == ENOTDIR))
+		if ((from || trees->ignore_missing) && (errno == ENOENT || errno == ENOTDIR))
 			return 0;
 		fprintf(stderr, "clipctl: %s: %s\n", path, strerror(errno));
 		return EXIT_INVALID;
@@ -177,6 +184,10 @@ add_interpreter(struct trees *trees, const char *prog)
 	if (!buf)
 		return EXIT_INVALID;
 	r = run_for_output(argv, buf, PATHS_OUTPUT_MAX, &len);
+	if (r == -ENOENT && trees->ignore_missing) {
+		free(buf);
+		return 0;
+	}
 	if (r < 0) {
 		fprintf(stderr, "clipctl: cannot ask %s for its library directories: %s\n", prog,
 			r == -ECHILD ? "it failed" : strerror(-r));
@@ -299,6 +310,7 @@ clipctl_exec_allow_tree(struct clipctl *c, int argc, char **argv)
 		{ "check", no_argument, NULL, 'c' },
 		{ "list", no_argument, NULL, 'l' },
 		{ "cross-mounts", no_argument, NULL, 'x' },
+		{ "ignore-missing", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -328,6 +340,9 @@ clipctl_exec_allow_tree(struct clipctl *c, int argc, char **argv)
 		case 'x':
 			flags |= CLIP_EXEC_TREE_CROSS_MOUNTS;
 			trees.cross_mounts = true;
+			break;
+		case 'm':
+			trees.ignore_missing = true;
 			break;
 		case 'h':
 			usage(stdout);

@@ -56,7 +56,7 @@ usage(FILE *f)
 	      "  exec-check FILE        exit 0 when FILE may run as code, 1 otherwise\n"
 	      "  exec-policy [BIT... -- COMMAND [ARG...]]\n"
 	      "                         print the exec securebits, or run COMMAND under more\n"
-	      "  exec-policy allow-tree [--check] [--list] [--cross-mounts]\n"
+	      "  exec-policy allow-tree [--check] [--list] [--cross-mounts] [--ignore-missing]\n"
 	      "                         [--interpreter PROG]... [DIR...]\n"
 	      "                         make the files of interpreters' trees pass the check\n"
 	      "  tpm status [TPM OPTIONS]   the TPM, the sealed key, the PCRs, the event log\n"

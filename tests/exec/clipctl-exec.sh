@@ -199,6 +199,14 @@ expect 0 "allow-tree --help" -- "$clipctl" exec-policy allow-tree --help
 like "allow-tree --help: the usage" "$out" "Usage: clipctl exec-policy allow-tree"
 expect 1 "allow-tree: a missing directory is an error" -- "$clipctl" exec-policy allow-tree "$x/nonexistent"
 like "allow-tree: named" "$err" "$x/nonexistent: No such file or directory"
+expect 1 "allow-tree: a missing interpreter is an error" -- \
+	"$clipctl" exec-policy allow-tree --interpreter "$x/bin/nopython"
+like "allow-tree: a missing interpreter, named" "$err" \
+	"cannot ask $x/bin/nopython for its library directories: No such file or directory"
+expect 0 "allow-tree --ignore-missing: skips both, as a package hook must after a removal" -- \
+	"$clipctl" exec-policy allow-tree --list --ignore-missing --interpreter "$x/bin/nopython" \
+	"$x/nonexistent" "$x/fake/b"
+is "allow-tree --ignore-missing: the rest is listed" "$out" "$x/fake/b"
 PYTHONPATH=$x/fake/b expect 0 "allow-tree --list: Debian's python3" -- \
 	"$clipctl" exec-policy allow-tree --list --interpreter /usr/bin/python3
 like "allow-tree --list: the standard library" "$out" "^/usr/lib/python3\.[0-9]+$"
