@@ -30,7 +30,9 @@ trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 state="$work/state"
 mode=()
-if [ "$(id -u)" -ne 0 ]; then
+# Root of the host, or rootless (any other user, uid 0 of a container):
+# the library says which, from what this process has.
+if [ "$("$clipctl" cage mode)" = rootless ]; then
 	mode=(--rootless)
 	attr=user.clip.label
 else

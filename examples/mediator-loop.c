@@ -147,7 +147,14 @@ setup(struct clip_ctx *ctx, const char *dir, struct clip_mediator **ret)
 {
 	struct clip_mediator_opts opts = {
 		.size = sizeof(opts),
-		.label_flags = geteuid() == 0 ? 0 : CLIP_LABEL_ROOTLESS,
+		/*
+		 * trusted.* labels need root of the host; the context's cage
+		 * mode says whether this process is (uid 0 of a rootless
+		 * container is not).
+		 */
+		.label_flags = clip_ctx_get_cage_mode(ctx) == CLIP_CAGE_MODE_ROOT
+				       ? 0
+				       : CLIP_LABEL_ROOTLESS,
 	};
 	struct clip_policy *policy = NULL;
 	struct clip_audit *audit = NULL;

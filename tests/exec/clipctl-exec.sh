@@ -196,7 +196,7 @@ expect 2 "allow-tree: an interpreter of unknown kind is a usage error" -- \
 expect 2 "allow-tree: nothing to walk is a usage error" -- "$clipctl" exec-policy allow-tree
 expect 2 "allow-tree: an unknown option is a usage error" -- "$clipctl" exec-policy allow-tree --bogus "$lib"
 expect 0 "allow-tree --help" -- "$clipctl" exec-policy allow-tree --help
-like "allow-tree --help: the usage" "$out" "Usage: clipctl exec-policy allow-tree"
+like "allow-tree --help: the usage" "$out" "exec-policy allow-tree \\[--check\\]"
 expect 1 "allow-tree: a missing directory is an error" -- "$clipctl" exec-policy allow-tree "$x/nonexistent"
 like "allow-tree: named" "$err" "$x/nonexistent: No such file or directory"
 expect 1 "allow-tree: a missing interpreter is an error" -- \
