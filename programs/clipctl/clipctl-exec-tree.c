@@ -83,11 +83,35 @@ paths_command(const char *prog, const char **argv)
 	return 0;
 }
 
-/* Run @argv with an empty environment (no PYTHONPATH, PERL5LIB) and read its output. */
+/*
+ * In a child: the environment, less every variable that moves an
+ * interpreter's search path (PYTHON*, PERL*: PYTHONPATH, PERL5LIB,
+ * PERL5OPT...), in the C locale. The rest stays: what the interpreter
+ * prints is its own default @INC or sys.path, as a package upgrade sees it.
+ */
+static void
+environment_for_query(void)
+{
+	for (size_t i = 0; environ[i];) {
+		char name[256];
+		size_t n = strcspn(environ[i], "=");
+
+		if ((strncmp(environ[i], "PYTHON", 6) == 0 ||
+		     strncmp(environ[i], "PERL", 4) == 0) &&
+		    n < sizeof(name)) {
+			memcpy(name, environ[i], n);
+			name[n] = '\0';
+			unsetenv(name); /* environ[i] is now the next one */
+		} else
+			i++;
+	}
+	setenv("LC_ALL", "C", 1);
+}
+
+/* Run @argv without the variables that move its search path, and read its output. */
 static int
 run_for_output(const char **argv, char *buf, size_t size, size_t *ret_len)
 {
-	char *const envp[] = { "LC_ALL=C", NULL };
 	size_t len = 0;
 	int p[2], status;
 	ssize_t n;
@@ -106,7 +130,8 @@ run_for_output(const char **argv, char *buf, size_t size, size_t *ret_len)
 
 		if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(p[1], STDOUT_FILENO) < 0)
 			_exit(127);
-		execvpe(argv[0], (char *const *)argv, envp);
+		environment_for_query();
+		execvp(argv[0], (char *const *)argv);
 		/* As a shell says it: 127 not found, 126 found but not run. */
 		_exit(errno == ENOENT ? 127 : 126);
 	}
