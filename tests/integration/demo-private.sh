@@ -10,7 +10,6 @@ src=${1:?usage: demo-private.sh SOURCE_ROOT BUILD_ROOT}
 build=${2:?usage: demo-private.sh SOURCE_ROOT BUILD_ROOT}
 . "$(dirname "$0")/tap.sh"
 
-tap_tmp=$(mktemp -d)
 private=$(mktemp -d /var/tmp/clip-private-XXXXXX)
 trap 'pkill -KILL -f "$private/" 2>/dev/null; rm -rf "$tap_tmp" "$private"' EXIT
 chmod 0700 "$private"
