@@ -244,7 +244,8 @@ bind_from_a_private_directory(int mode, uid_t owner)
 {
 	struct clip_ctx *ctx;
 	struct clip_cage *c;
-	char *dir, path[4096];
+	_cleanup_free_ char *dir = NULL;
+	char path[4096];
 	struct clip_error *e = NULL;
 
 	skip_without_cages();
