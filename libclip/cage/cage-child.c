@@ -34,6 +34,7 @@
 #include <cap-ng.h>
 
 #include "cage-internal.h"
+#include "base/test-hooks.h"
 #include "base/util.h"
 
 /* Newer than the headers of Debian 12 (Linux 6.1). */
@@ -131,18 +132,6 @@ cage_child_fail(int fd, enum cage_step step, int error)
 		if ((expr) < 0) \
 			cage_child_fail(fail_fd, step, errno); \
 	} while (0)
-
-static bool
-test_disabled(const char *list, const char *what)
-{
-	size_t n = strlen(what);
-
-	for (const char *p = list; p && *p; p++)
-		if ((p == list || p[-1] == ',') && strncmp(p, what, n) == 0 &&
-		    (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
 
 /* -- network --------------------------------------------------------- */
 
@@ -755,14 +744,14 @@ securebits_set(bool wx, int fail_fd, const char *test)
 	if (wx)
 		bits |= SECBIT_EXEC_RESTRICT_FILE | SECBIT_EXEC_RESTRICT_FILE_LOCKED |
 			SECBIT_EXEC_DENY_INTERACTIVE | SECBIT_EXEC_DENY_INTERACTIVE_LOCKED;
-	if (!test_disabled(test, "securebits"))
+	if (!test_hook_list_has(test, "securebits"))
 		CHECK(STEP_SECUREBITS, prctl(PR_SET_SECUREBITS, bits, 0, 0, 0));
 }
 
 static void
 restrict_process(uint64_t caps, int fail_fd, const char *test)
 {
-	if (!test_disabled(test, "caps"))
+	if (!test_hook_list_has(test, "caps"))
 		CHECK(STEP_CAPABILITIES, caps_apply(caps));
 	CHECK(STEP_NO_NEW_PRIVS, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 }
@@ -783,7 +772,7 @@ cage_exec_main(const struct cage_exec_args *a)
 	/* Whoever forked us (init blocks SIGCHLD) does not choose the command's mask. */
 	sigemptyset(&none);
 	CHECK(STEP_SESSION, sigprocmask(SIG_SETMASK, &none, NULL));
-	if (!test_disabled(test, "setsid"))
+	if (!test_hook_list_has(test, "setsid"))
 		CHECK(STEP_SESSION, setsid());
 	CHECK(STEP_FDS, fds_arrange(a->fds, a->n_fds, &fail_fd));
 	CHECK(STEP_CHDIR, chdir(a->cwd ? a->cwd : "/"));
@@ -793,9 +782,9 @@ cage_exec_main(const struct cage_exec_args *a)
 	/* From init: a domain nested in init's, so that we cannot reach init (ptrace scoping). */
 	if (a->landlock_ruleset >= 0)
 		CHECK(STEP_LANDLOCK, landlock_restrict(a->landlock_ruleset));
-	else if (a->landlock_abi > 0 && !test_disabled(test, "landlock"))
+	else if (a->landlock_abi > 0 && !test_hook_list_has(test, "landlock"))
 		CHECK(STEP_LANDLOCK, landlock_apply(a->profile, a->landlock_abi));
-	if (!test_disabled(test, "seccomp")) {
+	if (!test_hook_list_has(test, "seccomp")) {
 		if (!a->seccomp_inherited)
 			CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
 		CHECK(STEP_SECCOMP, seccomp_additions(a->profile));
@@ -970,8 +959,8 @@ cage_init_main(const struct cage_init_args *a)
 	int sock = a->sock, fail_fd, nullfd, first_pidfd = -1, first_err = -1;
 	/* A test-hooks build may switch Landlock or seccomp off for the first process (cage.c). */
 	const char *test = a->first ? a->first->test_disable : NULL;
-	const bool landlock_early = a->landlock_abi > 0 && !test_disabled(test, "landlock");
-	const bool seccomp_early = !test_disabled(test, "seccomp");
+	const bool landlock_early = a->landlock_abi > 0 && !test_hook_list_has(test, "landlock");
+	const bool seccomp_early = !test_hook_list_has(test, "seccomp");
 	int ruleset = -1, back[_CG_V1_MAX];
 	pid_t first = 0;
 	sigset_t set;

@@ -416,9 +416,6 @@ DEFINE_UNREF_CLEANUP(struct clip_cage, clip_cage_unref)
 	ctx_assert_log_return((c)->ctx, expr, \
 			      api_return(error_set(reterr, -EINVAL, __VA_ARGS__), reterr))
 
-/* The protections a test-hooks build switches off (CLIP_CAGE_TEST_DISABLE), or NULL. */
-const char *cage_test_disable(void);
-
 /* The start time of @pid (/proc/PID/stat): a reused pid has another one. 0 if gone. */
 unsigned long long cage_proc_start_time(pid_t pid);
 

@@ -36,6 +36,7 @@
 #include "cage-internal.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/test-hooks.h"
 #include "base/util.h"
 
 #define SPAWN_FDS_MAX 64
@@ -412,7 +413,7 @@ cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		.cgroupns_fd = -1,
 		.landlock_abi = c->landlock_abi,
 		.landlock_ruleset = -1,
-		.test_disable = cage_test_disable(),
+		.test_disable = test_hook_list(),
 	};
 	return 0;
 }

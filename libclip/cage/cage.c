@@ -43,26 +43,8 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "tpm/tpm.h"
+#include "base/test-hooks.h"
 #include "base/util.h"
-
-const char *
-cage_test_disable(void)
-{
-#ifdef CLIP_CAGE_TEST_HOOKS
-	/* Only in a build made to show that the escape suite fails without a protection. */
-	return secure_getenv("CLIP_CAGE_TEST_DISABLE");
-#else
-	return NULL;
-#endif
-}
-
-static bool
-test_disabled(const char *what)
-{
-	const char *t = cage_test_disable();
-
-	return t && strstr(t, what);
-}
 
 CLIP_EXPORT int
 clip_cage_new(struct clip_cage **ret, struct clip_ctx *ctx, struct clip_cage_profile *profile,
@@ -349,7 +331,7 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 		.rootless = c->rootless,
 		.sources = sources,
 		.veth = c->profile->net_mode == CLIP_CAGE_NET_VETH,
-		.netns = !test_disabled("netns"),
+		.netns = !test_hook_disabled("netns"),
 		.die_with_parent = !(flags & CLIP_CAGE_START_REGISTER),
 		.landlock_abi = c->landlock_abi,
 		.first = first,
@@ -362,7 +344,7 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 	};
 	long pid;
 
-	if (test_disabled("netns"))
+	if (test_hook_disabled("netns"))
 		ca.flags &= ~(uint64_t)CLONE_NEWNET;
 	/* v1 limits: the launcher makes their cgroups while the init sets up. */
 	args.steer = (c->cg.wanted & ~c->cg.done) &&
@@ -531,7 +513,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 		if (r < 0)
 			error_set_errno(reterr, -EIO, "cannot write the cage's id maps");
 	}
-	if (r >= 0 && p->net_mode == CLIP_CAGE_NET_VETH && !test_disabled("netns")) {
+	if (r >= 0 && p->net_mode == CLIP_CAGE_NET_VETH && !test_hook_disabled("netns")) {
 		snprintf(veth, sizeof(veth), "clipv%d", pid);
 		r = cage_veth_create(veth, pid);
 		if (r < 0)
