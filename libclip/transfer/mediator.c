@@ -32,6 +32,7 @@
 #include "proto.h"
 #include "transfer-internal.h"
 #include "base/util.h"
+#include "base/test-hooks.h"
 
 #define CONNS_MAX 1024
 #define DEFAULT_TIMEOUT_MS 60000
@@ -486,6 +487,12 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 		rule = policy_match(m->policy, source->name, source->level, target->name,
 				    target->level);
 	}
+	if (target && test_hook_disabled("mediator-policy")) {
+		/* A test-hooks build showing the policy's tests fail without it: allow all. */
+		static const struct policy_rule allow_all = { .action = POLICY_ALLOW };
+
+		rule = &allow_all;
+	}
 	if (rule)
 		snprintf(by, sizeof(by), "policy %s:%u", m->policy->origin, rule->line);
 	else
@@ -589,7 +596,9 @@ conn_add(struct clip_mediator *m, struct cage *cage, int fd, const struct ucred 
 	struct conn *c;
 	int r;
 
-	if ((cage->check_uid && cred->uid != cage->uid) || m->n_conns >= CONNS_MAX) {
+	if ((cage->check_uid && cred->uid != cage->uid &&
+	     !test_hook_disabled("mediator-peer-uid")) ||
+	    m->n_conns >= CONNS_MAX) {
 		log_warning(m->ctx, "cage '%s': refusing a peer (pid %d, uid %u)", cage->name,
 			    (int)cred->pid, (unsigned)cred->uid);
 		close(fd);

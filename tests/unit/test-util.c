@@ -12,6 +12,7 @@
 #include <criterion/criterion.h>
 
 #include "helpers.h"
+#include "base/test-hooks.h"
 #include "base/util.h"
 
 /* A SOCK_SEQPACKET pair, as the cage's and the mediator's sockets. */
@@ -205,4 +206,30 @@ Test(util, a_struct_goes_out_as_far_as_the_caller_knows_it)
 	newer.size = STRUCT_SIZE_MAX + 1;
 	cr_assert_eq(struct_copy_out(&newer, &ours, sizeof(ours), sizeof(struct v1)), -E2BIG,
 		     "a size over the bound was written through");
+}
+
+/* A build for users never switches a protection off, whatever the environment says. */
+Test(test_hooks, only_a_test_hooks_build_reads_the_variable)
+{
+	cr_assert(setenv("CLIP_TEST_DISABLE", "netns,seccomp", 1) == 0);
+#ifdef CLIP_TEST_HOOKS
+	cr_expect(test_hook_disabled("seccomp"));
+	cr_expect(test_hook_disabled("netns"));
+#else
+	cr_expect(!test_hook_disabled("seccomp"));
+	cr_expect(test_hook_list() == NULL);
+#endif
+	cr_assert(unsetenv("CLIP_TEST_DISABLE") == 0);
+	cr_expect(!test_hook_disabled("seccomp"));
+}
+
+Test(test_hooks, names_match_whole_words)
+{
+	cr_expect(test_hook_list_has("netns,seccomp", "seccomp"));
+	cr_expect(test_hook_list_has("seccomp", "seccomp"));
+	cr_expect(!test_hook_list_has("seccomp-x,a", "seccomp"));
+	cr_expect(!test_hook_list_has("xseccomp", "seccomp"));
+	cr_expect(!test_hook_list_has("", "seccomp"));
+	cr_expect(!test_hook_list_has(NULL, "seccomp"));
+	cr_expect(test_hook_list_has("a,,seccomp,", "seccomp"));
 }
