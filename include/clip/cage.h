@@ -51,6 +51,9 @@ struct clip_cage_profile;
 #define CLIP_CAGE_START_REGISTER (1u << 0)
 #define CLIP_CAGE_START_END_WITH_FIRST (1u << 1) /* clip_cage_start_spawn() only */
 
+/* Flags of struct clip_cage_spawn_opts. */
+#define CLIP_CAGE_SPAWN_PTY (1u << 0) /* a pty of its own: see clip_cage_spawn() */
+
 /* States of clip_cage_get_state(). */
 #define CLIP_CAGE_NEW 0
 #define CLIP_CAGE_RUNNING 1
@@ -81,6 +84,8 @@ struct clip_cage_spawn_opts {
 	const char *cwd; /* NULL: "/" */
 	uint32_t uid; /* inside the cage's user namespace */
 	uint32_t gid;
+	uint32_t flags; /* 0 or CLIP_CAGE_SPAWN_PTY */
+	int *ret_pty; /* CLIP_CAGE_SPAWN_PTY: where the pty's master is stored (O_CLOEXEC) */
 };
 
 /**
@@ -499,6 +504,18 @@ int clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr
  * A refusal names the culprit: the command, the option (a closed fds[0]
  * is "the process's fd 0 (stdin)"), or the set-up step that failed.
  *
+ * A cage never holds a terminal of the host: an fd in opts->fds that is a
+ * terminal (the user's tty, a console, a pty slave) is refused with
+ * -EBADF. With CLIP_CAGE_SPAWN_PTY in opts->flags, each of them is
+ * replaced instead by the slave of a new pty, made by the caller from
+ * /dev/ptmx with the window size and modes of the first terminal
+ * replaced, and the process's controlling terminal; the master is stored
+ * in *opts->ret_pty, the caller's to relay (clip_cage_pty_relay()) and
+ * close: closing it hangs up the slave, so that what the process left
+ * behind reads end-of-file and writes EIO, never the user's terminal.
+ * The cage has no devpts of its own: the slave is all of the pty it
+ * reaches (TIOCSTI on it feeds the cage's own input, never the master).
+ *
  * @param opts what to run; opts->size set to sizeof(struct
  *	  clip_cage_spawn_opts): a smaller struct (an older <clip/cage.h>, at
  *	  least up to fds) leaves the members it lacks at 0, a larger one (a
@@ -510,7 +527,8 @@ int clip_cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr
  *	  clip_cage_wait_process()
  * @return 0, or -EINVAL, -E2BIG (more than 4096 arguments, or a larger opts
  *	   that sets what this version does not know), -ENOMEM,
- *	   -EBADF (a bad fd in opts), -ECHILD (the cage is not running),
+ *	   -EBADF (a bad fd in opts, or a terminal without
+ *	   CLIP_CAGE_SPAWN_PTY), -ECHILD (the cage is not running),
  *	   -ENOENT (no such command), -EACCES, -EPERM (execution refused),
  *	   -EIO (another set-up step failed: the message names it),
  *	   -ETIMEDOUT (not executed within StartTimeoutSec=: killed).
@@ -546,6 +564,47 @@ int clip_cage_spawn(struct clip_cage *cage, const struct clip_cage_spawn_opts *o
 int clip_cage_start_spawn(struct clip_cage *cage, unsigned flags,
 			  const struct clip_cage_spawn_opts *opts, int *ret_pidfd,
 			  struct clip_error **reterr);
+
+/**
+ * clip_cage_pty_relay - relay between the user's terminal and the master
+ * of a cage's pty (CLIP_CAGE_SPAWN_PTY) until the process ends
+ *
+ * What the user types on @in_fd goes to @pty unchanged; what the cage
+ * writes goes to @out_fd filtered: printable text (valid UTF-8 without
+ * C1 controls), tab, newline, carriage return, backspace, bell, and the
+ * escape sequences a shell or a full-screen program needs pass (SGR
+ * colours and attributes; cursor movement, position, save and restore;
+ * erasing, inserting, deleting and scrolling lines and characters; a
+ * scroll region; the alternate screen, cursor visibility, application
+ * cursor keys and keypad, auto-wrap, bracketed paste; the G0 and G1
+ * character sets). Everything else is dropped whole: OSC (the title, the
+ * clipboard through OSC 52, hyperlinks), DCS, APC, PM, SOS, queries and
+ * reports that make the terminal type on the user's behalf, window
+ * operations, mouse tracking, other modes and the remaining control
+ * characters. When the relay ends, the modes the cage left set are reset
+ * on @out_fd (the main screen, the cursor shown, SGR reset, ...).
+ *
+ * When @in_fd is a terminal it is put in raw mode for the relay and
+ * always restored (on return, error or signal); its window size is copied
+ * to @pty at the start and on each SIGWINCH. SIGWINCH, SIGINT, SIGTERM,
+ * SIGHUP and SIGQUIT are blocked in the calling thread while it relays
+ * (its mask is restored on return) and taken through a signalfd: the
+ * last four end the relay with -EINTR, the signal consumed.
+ *
+ * The relay returns once the process behind @pidfd has ended and what it
+ * wrote is out (at most 1 MiB more); the caller then closes @pty, which
+ * hangs up the slave for whatever the process left behind.
+ *
+ * @param pty the master, from CLIP_CAGE_SPAWN_PTY
+ * @param in_fd the user's terminal (or any fd) to read, or -1 for none
+ * @param out_fd where the filtered output goes, or -1 to discard it
+ * @param pidfd the process whose end ends the relay
+ * @param reterr optional
+ * @return 0 (the process ended), or -EINVAL, -EINTR (a signal ended it:
+ *	   the message names it), -EIO (@out_fd or @pty failed), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_pty_relay(int pty, int in_fd, int out_fd, int pidfd, struct clip_error **reterr);
 
 /**
  * clip_cage_wait_process - wait for a spawned process and reap it

@@ -27,8 +27,8 @@ static const int api_errnos[] = {
 	ENOMEM, ENOSPC, ENOTDIR,     EOPNOTSUPP,   EPERM,   EROFS,
 	/* exec: opening and checking a file to interpret */
 	EISDIR, ELOOP,  EMFILE,      ENOENT,       ETXTBSY,
-	/* cage: a cage of that name is already running; a set-up past StartTimeoutSec= */
-	EEXIST, ETIMEDOUT,
+	/* cage: a cage of that name is already running; a set-up past StartTimeoutSec=; a relay's signal */
+	EEXIST, ETIMEDOUT, EINTR,
 	/* transfer: busy audit log, changed or oversized document, no answer yet */
 	EAGAIN, EBUSY, ECONNREFUSED, ECONNRESET, EFBIG,
 };

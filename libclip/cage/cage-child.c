@@ -775,6 +775,9 @@ cage_exec_main(const struct cage_exec_args *a)
 	if (!test_hook_list_has(test, "setsid"))
 		CHECK(STEP_SESSION, setsid());
 	CHECK(STEP_FDS, fds_arrange(a->fds, a->n_fds, &fail_fd));
+	/* The pty of its own (CLIP_CAGE_SPAWN_PTY): a shell's job control needs it as its terminal. */
+	if (a->ctty >= 0 && !test_hook_list_has(test, "setsid"))
+		CHECK(STEP_SESSION, ioctl(a->ctty, TIOCSCTTY, 0));
 	CHECK(STEP_CHDIR, chdir(a->cwd ? a->cwd : "/"));
 	securebits_set(a->profile->wx, fail_fd, test);
 	CHECK(STEP_IDS, ids_set(a->uid, a->gid, a->rootless));

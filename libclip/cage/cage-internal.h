@@ -311,6 +311,7 @@ struct cage_exec_args {
 	/* Started by init (first_fork()): its Landlock ruleset to nest a domain with, or -1 */
 	int landlock_ruleset;
 	bool seccomp_inherited; /* and the default seccomp filter it loaded */
+	int ctty; /* the fd (a pty slave of CLIP_CAGE_SPAWN_PTY) to make the controlling terminal, or -1 */
 	const char *test_disable;
 };
 
@@ -460,6 +461,65 @@ int cage_spawn_opts_copy_in(struct clip_cage *c, struct clip_cage_spawn_opts *ds
 /* Checked spawn options, ours, into what the process needs. */
 int cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		       struct cage_exec_args *args, struct clip_error **reterr);
+
+/*
+ * -- the cage's terminal (cage-pty.c): never the host's; a pty of its own
+ * with CLIP_CAGE_SPAWN_PTY, relayed through a filter --
+ */
+
+/* The pty of a spawn: its master, the slave passed, where the caller wants the master. */
+struct cage_pty {
+	int master, slave;
+	int *ret;
+};
+
+/*
+ * Before a spawn: a terminal among @o's fds is refused (-EBADF), or with
+ * CLIP_CAGE_SPAWN_PTY replaced by the slave of a new pty; @o->fds then
+ * points to @fds, which must outlive the spawn. 0 or -errno.
+ */
+int cage_pty_setup(struct clip_cage_spawn_opts *o, int fds[64], struct cage_pty *pty,
+		   struct clip_error **reterr);
+
+/* After it (@r its result): the slave closed, the master to the caller on success. */
+void cage_pty_finish(struct cage_pty *pty, int r);
+
+/* The first of @fds that is a terminal (the slave: the process's controlling one), or -1. */
+int cage_pty_ctty(const int *fds, unsigned n);
+
+/* The modes a cage set on the user's terminal through the filter, reset when the relay ends. */
+#define PTY_DIRTY_SGR (1u << 0)
+#define PTY_DIRTY_CURSOR_KEYS (1u << 1)
+#define PTY_DIRTY_WRAP (1u << 2)
+#define PTY_DIRTY_BLINK (1u << 3)
+#define PTY_DIRTY_CURSOR (1u << 4)
+#define PTY_DIRTY_ALT47 (1u << 5)
+#define PTY_DIRTY_ALT1049 (1u << 6)
+#define PTY_DIRTY_PASTE (1u << 7)
+#define PTY_DIRTY_MARGINS (1u << 8)
+#define PTY_DIRTY_KEYPAD (1u << 9)
+#define PTY_DIRTY_CHARSET (1u << 10)
+
+/* The output filter's state, kept across reads: a sequence may be cut anywhere. */
+struct pty_filter {
+	int state;
+	char csi[64];
+	size_t n_csi;
+	bool csi_long;
+	char charset;
+	unsigned char u[4];
+	unsigned u_n, u_need;
+	unsigned dirty;
+	/* What passed, of the last call: at most what came in, plus a held sequence. */
+	char out[2 * 4096 + 128];
+	size_t n_out;
+};
+
+/* Filter @n bytes (at most 4096) into f->out: their number. A zeroed struct starts. */
+size_t pty_filter(struct pty_filter *f, const void *in, size_t n);
+
+/* The resets of what the cage left set, into f->out: their number. */
+size_t pty_filter_end(struct pty_filter *f);
 
 /* The first process, from its pidfd that init passed: ours to wait for, a copy the caller's. */
 int cage_first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_error **reterr);

@@ -272,6 +272,11 @@ spawn_check(const struct clip_cage_spawn_opts *o, struct clip_error **reterr)
 					 "spawn options: fds[%u], the process's fd %u%s, is %d, "
 					 "which is not an open descriptor of the caller",
 					 i, i, fd_name(i), o->fds[i]);
+	if (o->flags & ~CLIP_CAGE_SPAWN_PTY)
+		return error_set(
+			reterr, -EINVAL,
+			"spawn options: flags 0x%x: only CLIP_CAGE_SPAWN_PTY (0x%x) is known",
+			o->flags, CLIP_CAGE_SPAWN_PTY);
 	if (o->cwd && o->cwd[0] != '/')
 		return error_set(reterr, -EINVAL, "spawn options: cwd '%s' is not an absolute path",
 				 cage_shown(o->cwd, shown));
@@ -413,6 +418,7 @@ cage_spawn_prepare(struct clip_cage *c, const struct clip_cage_spawn_opts *o,
 		.cgroupns_fd = -1,
 		.landlock_abi = c->landlock_abi,
 		.landlock_ruleset = -1,
+		.ctty = o->flags & CLIP_CAGE_SPAWN_PTY ? cage_pty_ctty(o->fds, o->n_fds) : -1,
 		.test_disable = test_hook_list(),
 	};
 	return 0;
@@ -530,7 +536,8 @@ clip_cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *opts, in
 		struct clip_error **reterr)
 {
 	struct clip_cage_spawn_opts o;
-	int r;
+	struct cage_pty pty;
+	int r, fds[SPAWN_FDS_MAX];
 
 	clip_assert_reterr(reterr);
 	cage_assert_error(c, reterr);
@@ -545,7 +552,11 @@ clip_cage_spawn(struct clip_cage *c, const struct clip_cage_spawn_opts *opts, in
 				  c->state == CLIP_CAGE_NEW ? "never started" : "stopped"),
 			reterr);
 
-	return api_return(cage_spawn(c, &o, ret_pidfd, reterr), reterr);
+	r = cage_pty_setup(&o, fds, &pty, reterr);
+	if (r >= 0)
+		r = cage_spawn(c, &o, ret_pidfd, reterr);
+	cage_pty_finish(&pty, r);
+	return api_return(r, reterr);
 }
 
 /* The first process, from its pidfd that init passed: ours to wait for, a copy the caller's. */

@@ -640,7 +640,8 @@ clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cag
 		      int *ret_pidfd, struct clip_error **reterr)
 {
 	struct clip_cage_spawn_opts o;
-	int r;
+	struct cage_pty pty;
+	int r, fds[64];
 
 	clip_assert_reterr(reterr);
 	cage_assert_error(c, reterr);
@@ -658,7 +659,11 @@ clip_cage_start_spawn(struct clip_cage *c, unsigned flags, const struct clip_cag
 	if (r < 0)
 		return api_return(r, reterr);
 
-	return api_return(cage_start(c, flags, &o, ret_pidfd, reterr), reterr);
+	r = cage_pty_setup(&o, fds, &pty, reterr);
+	if (r >= 0)
+		r = cage_start(c, flags, &o, ret_pidfd, reterr);
+	cage_pty_finish(&pty, r);
+	return api_return(r, reterr);
 }
 
 /* -- processes ------------------------------------------------------- */
