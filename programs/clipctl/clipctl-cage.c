@@ -96,10 +96,15 @@ load_profile(const char *path, struct clip_cage_profile **ret)
 	return 0;
 }
 
-/* What runs @argv with our stdin, stdout and stderr; @envp has room for 5. */
+/*
+ * What runs @argv with our stdin, stdout and stderr; @envp has room for 5.
+ * Those that are a terminal are not handed to the cage: it gets a pty of
+ * its own instead (CLIP_CAGE_SPAWN_PTY), whose master lands in *@ret_pty
+ * (-1 when none of them is a terminal) for relay_pty().
+ */
 static void
 spawn_opts_fill(struct clip_cage_spawn_opts *spawn, const struct cage_opts *o, char **argv,
-		const char **envp, char term_var[64])
+		const char **envp, char term_var[64], int *ret_pty)
 {
 	static const int fds[] = { 0, 1, 2 };
 	const char *term = getenv("TERM");
@@ -120,7 +125,31 @@ spawn_opts_fill(struct clip_cage_spawn_opts *spawn, const struct cage_opts *o, c
 		.n_fds = 3,
 		.uid = o->uid,
 		.gid = o->gid,
+		.flags = CLIP_CAGE_SPAWN_PTY,
+		.ret_pty = ret_pty,
 	};
+}
+
+/*
+ * Between our terminal and the cage's pty until @pidfd's process ends:
+ * our terminal in raw mode meanwhile, what the cage writes filtered
+ * (clip_cage_pty_relay()). Then the pty is closed, which hangs up what the
+ * process left behind. 0, or EXIT_INVALID after a message (a signal, a
+ * terminal that hung up).
+ */
+static int
+relay_pty(int pty, int pidfd)
+{
+	struct clip_error *error = NULL;
+	int in = isatty(0) ? 0 : -1;
+	int out = isatty(1) ? 1 : isatty(2) ? 2 : in;
+	int r;
+
+	if (pty < 0)
+		return 0;
+	r = clip_cage_pty_relay(pty, in, out, pidfd, &error);
+	close(pty);
+	return r < 0 ? fail_error("cage terminal", r, error) : 0;
 }
 
 /* The exit status of the process behind @pidfd, which is closed. */
@@ -144,14 +173,16 @@ run_in(struct clip_cage *cage, const struct cage_opts *o, char **argv)
 	struct clip_error *error = NULL;
 	const char *envp[5];
 	char term_var[64];
-	int pidfd, r;
+	int pidfd, pty = -1, r;
 
-	spawn_opts_fill(&spawn, o, argv, envp, term_var);
+	spawn_opts_fill(&spawn, o, argv, envp, term_var, &pty);
 	r = clip_cage_spawn(cage, &spawn, &pidfd, &error);
 	if (r < 0) {
 		fail_error(argv[0], r, error);
 		return 127;
 	}
+	/* A relay ended early closed the pty all the same: the process has had its SIGHUP. */
+	(void)relay_pty(pty, pidfd);
 	return wait_status(cage, pidfd);
 }
 
@@ -161,7 +192,7 @@ run_in(struct clip_cage *cage, const struct cage_opts *o, char **argv)
  */
 static int
 start_cage(struct clipctl *c, const struct cage_opts *o, unsigned flags, char **argv,
-	   int *ret_pidfd, struct clip_ctx **ret_ctx, struct clip_cage **ret)
+	   int *ret_pidfd, int *ret_pty, struct clip_ctx **ret_ctx, struct clip_cage **ret)
 {
 	struct clip_cage_profile *profile = NULL;
 	struct clip_cage_spawn_opts spawn;
@@ -181,7 +212,7 @@ start_cage(struct clipctl *c, const struct cage_opts *o, unsigned flags, char **
 	r = clip_cage_new(ret, *ret_ctx, profile, &error);
 	clip_cage_profile_unref(profile);
 	if (r >= 0 && argv) {
-		spawn_opts_fill(&spawn, o, argv, envp, term_var);
+		spawn_opts_fill(&spawn, o, argv, envp, term_var, ret_pty);
 		r = clip_cage_start_spawn(*ret, flags, &spawn, ret_pidfd, &error);
 	} else if (r >= 0)
 		r = clip_cage_start(*ret, flags, &error);
@@ -204,16 +235,20 @@ cage_run(struct clipctl *c, int argc, char **argv)
 	struct clip_cage *cage = NULL;
 	struct clip_ctx *ctx = NULL;
 	struct cage_opts o;
-	int r, status, pidfd = -1;
+	int r, status, pidfd = -1, pty = -1;
 
 	r = parse_opts(argc, argv, &o);
 	if (r != 0)
 		return r;
 	if (optind >= argc)
 		return fail_usage("cage run: no command given");
-	r = start_cage(c, &o, CLIP_CAGE_START_END_WITH_FIRST, argv + optind, &pidfd, &ctx, &cage);
+	r = start_cage(c, &o, CLIP_CAGE_START_END_WITH_FIRST, argv + optind, &pidfd, &pty, &ctx,
+		       &cage);
 	if (r != 0)
 		return r;
+	/* A relay ended early (a signal): the command goes with its cage. */
+	if (relay_pty(pty, pidfd) != 0)
+		(void)clip_cage_stop(cage, 0, NULL);
 	status = wait_status(cage, pidfd);
 	/* The command is done: whatever it left behind goes with the cage. */
 	r = clip_cage_stop(cage, 0, &error);
@@ -239,7 +274,7 @@ cage_start(struct clipctl *c, int argc, char **argv)
 		return r;
 	if (optind != argc)
 		return fail_usage("cage start takes no operand");
-	r = start_cage(c, &o, CLIP_CAGE_START_REGISTER, NULL, NULL, &ctx, &cage);
+	r = start_cage(c, &o, CLIP_CAGE_START_REGISTER, NULL, NULL, NULL, &ctx, &cage);
 	if (r != 0)
 		return r;
 	r = clip_cage_get_pids(cage, &pids, &n);
