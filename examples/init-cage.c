@@ -8,7 +8,10 @@
  * runs COMMAND in it with our stdin, stdout and stderr, and waits in a
  * poll() loop for whichever comes first: COMMAND exits (its pidfd), the
  * cage ends under it (the cage's fd), or SIGTERM or SIGINT arrives (a
- * signalfd), which stops the cage. Prints COMMAND's exit status (128 + the
+ * signalfd), which stops the cage. A cage never gets a terminal of ours:
+ * when stdin, stdout or stderr is one (a console), COMMAND gets a pty of
+ * its own instead (CLIP_CAGE_SPAWN_PTY), relayed with
+ * clip_cage_pty_relay() until it exits. Prints COMMAND's exit status (128 + the
  * signal that killed it) and exits with it, as an init hands on its main
  * process's status. On SIGCHLD it reaps its other children, as an init
  * does, following the rule of clip-cage(3) ("In an init").
@@ -161,12 +164,15 @@ main(int argc, char **argv)
 {
 	static const int fds[] = { 0, 1, 2 };
 	static const char *const envp[] = { "PATH=/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/", NULL };
+	int pty = -1;
 	struct clip_cage_spawn_opts spawn = {
 		.size = sizeof(spawn),
 		.argv = (const char *const *)argv + 2,
 		.envp = envp,
 		.fds = fds,
 		.n_fds = 3,
+		.flags = CLIP_CAGE_SPAWN_PTY,
+		.ret_pty = &pty,
 	};
 	struct clip_error *error = NULL;
 	struct clip_cage *cage = NULL;
@@ -214,8 +220,19 @@ main(int argc, char **argv)
 	fprintf(stderr, "init-cage: %s runs in cage %s\n", argv[2],
 		clip_cage_profile_get_name(clip_cage_get_profile(cage)));
 
-	r = event_loop(cage, pidfd, sfd);
-	if (r < 0)
+	/*
+	 * A pty of its own (one of ours was a terminal): relayed until the
+	 * command exits. The relay takes SIGTERM and SIGINT itself (-EINTR);
+	 * SIGCHLD waits in our signalfd until the event loop.
+	 */
+	r = 0;
+	if (pty >= 0) {
+		r = clip_cage_pty_relay(pty, isatty(0) ? 0 : -1, isatty(1) ? 1 : 2, pidfd, &error);
+		close(pty);
+		if (r < 0)
+			fail("the command's terminal", r, error); /* and the cage is stopped */
+	}
+	if (r == 0 && event_loop(cage, pidfd, sfd) < 0)
 		goto out;
 	/*
 	 * On a signal, or once the command is done: SIGTERM to what is left
