@@ -22,3 +22,21 @@ bool utf8_is_dangerous(uint32_t c);
 
 /* Valid UTF-8 with no dangerous code point (tab allowed when @allow_tab). */
 bool utf8_is_printable(const char *s, size_t n, bool allow_tab);
+
+/*
+ * Why a code point may not be in a transfer's name, or NULL when it may:
+ * "a control character" (C0, C1, DEL, U+2028/U+2029), "a bidirectional
+ * control", "an invisible character" (default-ignorable, format, fillers
+ * and blanks), "a look-alike of a slash" or "a look-alike of a dot" (the
+ * symbols Unicode's confusables.txt draws as '/', '\\' or '.'). The
+ * exact classes are in doc/transfer.md.
+ */
+const char *utf8_name_refusal(uint32_t c);
+
+/*
+ * The first code point of @s (@n bytes) that a name may not hold: stores
+ * it in @ret_c and its byte offset in @ret_offset, and returns why (as
+ * utf8_name_refusal()); NULL when there is none. Invalid bytes are not
+ * code points: they are skipped here (the delivery makes them '_').
+ */
+const char *utf8_name_check(const char *s, size_t n, uint32_t *ret_c, size_t *ret_offset);

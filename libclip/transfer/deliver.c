@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "transfer-internal.h"
+#include "base/test-hooks.h"
 #include "base/utf8.h"
 #include "base/util.h"
 
@@ -444,9 +445,13 @@ deliver_sanitize_name(const char *untrusted_name, char out[DELIVER_NAME_MAX + 1]
 	size_t n = strnlen(untrusted_name, 4096), o = 0;
 
 	for (size_t i = 0; i < n;) {
-		uint32_t c;
+		uint32_t c = 0;
 		size_t k = utf8_decode(untrusted_name + i, n - i, &c);
 		bool bad = k == 0 || utf8_is_dangerous(c) || c == '/' || c == '\\';
+
+		/* The mediator refused these; a name from elsewhere is mended. */
+		if (!bad && utf8_name_refusal(c) && !test_hook_disabled("name-invisible"))
+			bad = true;
 
 		if (k == 0)
 			k = 1;

@@ -29,6 +29,8 @@
 #include "base/macro.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/test-hooks.h"
+#include "base/utf8.h"
 #include "proto.h"
 #include "transfer-internal.h"
 #include "base/util.h"
@@ -462,6 +464,30 @@ mediator_find_cage(struct clip_mediator *m, const char *name)
 	return NULL;
 }
 
+/*
+ * A name that would read as something else (an invisible character, a
+ * look-alike of '/' or '.') is refused, not mended: the sender learns which
+ * character, the user is never shown it, and no inbox gets it.
+ */
+static bool
+name_refused(const char *name, char *reason, size_t size)
+{
+	const char *why;
+	uint32_t c;
+	size_t at;
+
+	if (test_hook_disabled("name-invisible"))
+		return false;
+	why = utf8_name_check(name, strlen(name), &c, &at);
+	if (!why)
+		return false;
+	snprintf(reason, size,
+		 "the name holds U+%04" PRIX32 " (%s) at byte %zu: a name may not hold control, "
+		 "bidirectional, invisible or look-alike characters",
+		 c, why, at);
+	return true;
+}
+
 static void
 handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 {
@@ -472,7 +498,7 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 	const struct policy_rule *rule = NULL;
 	enum proto_direction dir = PROTO_DIRECTION_INCOMPARABLE;
 	uint8_t key[CLIP_KEY_SIZE];
-	char by[300];
+	char by[300], reason[PROTO_TEXT_MAX + 1];
 	int r;
 
 	if (mediator_audit_record(m, "request", source, target, q->target, q->name, NULL, "-", "-",
@@ -497,7 +523,9 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 		snprintf(by, sizeof(by), "policy %s:%u", m->policy->origin, rule->line);
 	else
 		snprintf(by, sizeof(by), "policy default");
-	if (!target)
+	if (name_refused(q->name, reason, sizeof(reason)))
+		mediator_outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", "mediator", reason);
+	else if (!target)
 		mediator_outcome_set(&o, PROTO_STATUS_DENIED_POLICY, 0, "deny", "mediator",
 				     "no such cage");
 	else if (!rule || rule->action == POLICY_DENY)

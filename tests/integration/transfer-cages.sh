@@ -221,4 +221,39 @@ is "denied: nothing new in the high inbox" "$(ls "$d/in-high" | tr '\n' ' ')" "d
 stop_all
 log_verifies "the log verifies after the restarts"
 
+echo "# a cage sends names with invisible and look-alike characters"
+# u HEX...: those code points in UTF-8, whatever the locale.
+u() { python3 -c 'import sys; sys.stdout.buffer.write("".join(chr(int(c, 16)) for c in sys.argv[1:]).encode())' "$@"; }
+# Each class of doc/transfer.md "Names", by one or more of its code points:
+# refused by the mediator, the code point named; nothing delivered.
+setup names "low high allow"
+head -c 100 /dev/urandom >"$d/data-low/doc.bin"
+start_clipd && ok "names: clipd" || not_ok "names: clipd"
+for c in "0001 a control character" "0085 a control character" "2028 a control character" \
+	"202E a bidirectional control" "2066 a bidirectional control" "200F a bidirectional control" \
+	"200B an invisible character" "200C an invisible character" "200D an invisible character" \
+	"00AD an invisible character" "034F an invisible character" "115F an invisible character" \
+	"1160 an invisible character" "3164 an invisible character" "FFA0 an invisible character" \
+	"2800 an invisible character" "180E an invisible character" "FE0F an invisible character" \
+	"FEFF an invisible character" "2060 an invisible character" "E0041 an invisible character" \
+	"E007F an invisible character" "E0100 an invisible character" "0600 an invisible character" \
+	"FF0F a look-alike of a slash" "2215 a look-alike of a slash" "2044 a look-alike of a slash" \
+	"29F8 a look-alike of a slash" "2571 a look-alike of a slash" "0338 a look-alike of a slash" \
+	"FF3C a look-alike of a slash" "2216 a look-alike of a slash" "FE68 a look-alike of a slash" \
+	"2024 a look-alike of a dot" "2025 a look-alike of a dot" "FF0E a look-alike of a dot" \
+	"FE52 a look-alike of a dot"; do
+	cp=${c%% *} why=${c#* }
+	name=report$(u "$cp")pdf
+	expect 3 "name with U+$cp: refused" -- send low /data/doc.bin high --name "$name"
+	like "name with U+$cp: the refusal names it" "$err" "the name holds U\+$cp \($why\) at byte 6"
+done
+like "names: the refusals are audited" "$(last_record)" "event=decision src=low .*decision=deny by=mediator"
+[ -z "$(ls -A "$d/in-high")" ] && ok "names refused: nothing delivered" || not_ok "names refused: nothing delivered"
+# Letters that look like a slash or a dot are letters: not refused.
+for name in "$(u 30ce 30fc 30c8).txt" "$(u 4e3f).txt" "r$(u e9)sum$(u e9).odt" "a$(u a0)b.txt"; do
+	expect 0 "name '$name': delivered" -- send low /data/doc.bin high --name "$name"
+	[ -e "$d/in-high/$name" ] && ok "name '$name': in the inbox as it is" || not_ok "name '$name': in the inbox as it is"
+done
+stop_all
+
 tap_plan_end

@@ -194,7 +194,8 @@ hostile_name() { # DESC NAME WANT
 }
 hostile_name "with ../ is sanitised" "../../etc/passwd" "status=0 .*name=_._.._etc_passwd "
 hostile_name "with a NUL is refused" 'a\0b' "^closed$"
-hostile_name "with U+202E is sanitised" $'invoice\u202etxt.exe' "status=0 .*name=invoice_txt.exe "
+hostile_name "with U+202E is refused, the character named" $'invoice\xe2\x80\xaetxt.exe' "status=1 .*message=.*the name holds U\\+202E \\(a bidirectional control\\) at byte 7"
+hostile_name "with U+200D is refused, the character named" $'a\xe2\x80\x8db' "status=1 .*message=.*the name holds U\\+200D \\(an invisible character\\) at byte 1"
 hostile_name "with invalid UTF-8 is sanitised" $'bad\xff.txt' "status=0 .*name=bad_.txt "
 hostile_name "with a leading dot is sanitised" ".profile" "status=0 .*name=_profile "
 like "name of 10 KiB is refused" "$(p long-name)" "^closed$"

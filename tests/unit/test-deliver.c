@@ -35,6 +35,13 @@ Test(deliver, names_are_sanitised)
 		{ "///", "document" },
 		{ "r\xc3\xa9sum\xc3\xa9.odt", "r\xc3\xa9sum\xc3\xa9.odt" },
 		{ "trailing. ", "trailing" },
+		/* What the mediator refuses, mended here as well (doc/transfer.md). */
+		{ "a\xe2\x80\x8d"
+		  "b",
+		  "a_b" },
+		{ "x\xef\xbc\x8fy", "x_y" },
+		{ "x\xe2\x80\xa4pdf", "x_pdf" },
+		{ "\xf3\xa0\x81\x81tag", "_tag" },
 	};
 	char out[DELIVER_NAME_MAX + 1], big[10240];
 

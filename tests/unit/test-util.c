@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The internal helpers every module shares: descriptors over a socket, a string into a file. */
+/*
+ * The internal helpers every module shares: descriptors over a socket, a
+ * string into a file, structs that grow, what a name may hold.
+ */
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 
 #include "helpers.h"
 #include "base/test-hooks.h"
+#include "base/utf8.h"
 #include "base/util.h"
 
 /* A SOCK_SEQPACKET pair, as the cage's and the mediator's sockets. */
@@ -232,4 +236,108 @@ Test(test_hooks, names_match_whole_words)
 	cr_expect(!test_hook_list_has("", "seccomp"));
 	cr_expect(!test_hook_list_has(NULL, "seccomp"));
 	cr_expect(test_hook_list_has("a,,seccomp,", "seccomp"));
+}
+
+/* Every code point of @list is refused in a name, for @why. */
+static void
+expect_refused(const uint32_t *list, size_t n, const char *why)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *got = utf8_name_refusal(list[i]);
+
+		cr_expect(got && strcmp(got, why) == 0, "U+%04X: got %s, want %s",
+			  (unsigned)list[i], got ? got : "(taken)", why);
+	}
+}
+
+Test(utf8, names_refuse_control_characters)
+{
+	static const uint32_t c[] = { 0x00, 0x09, 0x0a, 0x1b,   0x1f,  0x7f,
+				      0x80, 0x85, 0x9f, 0x2028, 0x2029 };
+
+	expect_refused(c, ELEMENTSOF(c), "a control character");
+}
+
+Test(utf8, names_refuse_bidirectional_controls)
+{
+	static const uint32_t c[] = { 0x061c, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c,
+				      0x202d, 0x202e, 0x2066, 0x2067, 0x2068, 0x2069 };
+
+	expect_refused(c, ELEMENTSOF(c), "a bidirectional control");
+}
+
+/* The whole U+200B-U+200F range doc/transfer.md promised, and every other invisible class. */
+Test(utf8, names_refuse_invisible_characters)
+{
+	static const uint32_t c[] = {
+		0x00ad, /* soft hyphen */
+		0x034f, /* combining grapheme joiner */
+		0x0600,  0x0605,  0x06dd,  0x070f,  0x0890,  0x0891,  0x08e2, /* format, Arabic, Syriac */
+		0x115f,  0x1160,  0x3164,  0xffa0, /* Hangul fillers */
+		0x17b4,  0x17b5, /* Khmer inherent vowels */
+		0x180b,  0x180e,  0x180f, /* Mongolian selectors, vowel separator */
+		0x200b,  0x200c,  0x200d, /* zero width space, non-joiner, joiner */
+		0x2060,  0x2064,  0x2065,  0x206a,  0x206f, /* word joiner, invisible operators */
+		0x2800, /* Braille pattern blank */
+		0xfe00,  0xfe0f, /* variation selectors */
+		0xfeff, /* BOM */
+		0xfff0,  0xfff9,  0xfffb, /* interlinear annotation */
+		0x110bd, 0x110cd, 0x13430, 0x1343f, 0x1bca0, 0x1bca3, 0x1d173, 0x1d17a,
+		0xe0000, 0xe0001, 0xe0020, 0xe0041, 0xe007f, /* tags */
+		0xe0100, 0xe01ef, 0xe0fff, /* variation selectors supplement, reserved */
+	};
+
+	expect_refused(c, ELEMENTSOF(c), "an invisible character");
+}
+
+Test(utf8, names_refuse_slash_look_alikes)
+{
+	static const uint32_t c[] = { 0x0337, 0x0338, 0x1735, 0x2044, 0x20e5, 0x2215,
+				      0x2216, 0x2571, 0x2572, 0x27cb, 0x27cd, 0x29f5,
+				      0x29f8, 0x29f9, 0x2f03, 0x3033, 0x31d3, 0x31d4,
+				      0xfe68, 0xff0f, 0xff3c, 0x1d23a };
+
+	expect_refused(c, ELEMENTSOF(c), "a look-alike of a slash");
+}
+
+Test(utf8, names_refuse_dot_look_alikes)
+{
+	static const uint32_t c[] = { 0x0701, 0x0702, 0x2024, 0x2025,  0xa4f8,
+				      0xa60e, 0xfe52, 0xff0e, 0x10a50, 0x1d16d };
+
+	expect_refused(c, ELEMENTSOF(c), "a look-alike of a dot");
+}
+
+/* Letters, digits, visible spaces and punctuation stay, next to every refused range. */
+Test(utf8, names_keep_letters_spaces_and_symbols)
+{
+	static const uint32_t c[] = {
+		' ',    '.',    '/',    '\\',   'a',    0xa0,   0xe9,    0x0336,  0x0339,  0x0660,
+		0x06d4, 0x1161, 0x180a, 0x1810, 0x200a, 0x2010, 0x2023,  0x2026,  0x2027,  0x202f,
+		0x2043, 0x2045, 0x2070, 0x2217, 0x27ff, 0x2801, 0x3000,  0x3002,  0x30ce,  0x3165,
+		0x4e3f, 0xfdff, 0xfe10, 0xff0d, 0xff10, 0xffa1, 0x1f600, 0xdffff, 0xe1000, 0x10fffd,
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(c); i++)
+		cr_expect_null(utf8_name_refusal(c[i]), "U+%04X refused: %s", (unsigned)c[i],
+			       utf8_name_refusal(c[i]));
+}
+
+Test(utf8, name_check_names_the_code_point_and_where)
+{
+	static const char zwj[] = "report\xe2\x80\x8dpdf", slash[] = "a\xff\xef\xbc\x8f";
+	uint32_t c = 0;
+	size_t at = 99;
+
+	cr_assert_str_eq(utf8_name_check(zwj, strlen(zwj), &c, &at), "an invisible character");
+	cr_assert_eq(c, 0x200d);
+	cr_assert_eq(at, 6);
+	/* An invalid byte is no code point: skipped, and the next one found. */
+	cr_assert_str_eq(utf8_name_check(slash, strlen(slash), &c, &at), "a look-alike of a slash");
+	cr_assert_eq(c, 0xff0f);
+	cr_assert_eq(at, 2);
+	c = 1, at = 1;
+	cr_assert_null(utf8_name_check("r\xc3\xa9sum\xc3\xa9.odt", 11, &c, &at));
+	cr_assert_eq(c, 1, "a name taken wrote its arguments");
+	cr_assert_null(utf8_name_check("", 0, &c, &at));
 }
