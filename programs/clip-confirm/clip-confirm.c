@@ -5,10 +5,12 @@
  *
  *   clip-confirm [--socket PATH] [--auto yes|no|never] [--ready-fd N]
  *
- * It shows each question (source and target cage and level, direction,
- * name, size, SHA-256, note) on the terminal and sends the user's y/N.
- * Everything shown came from a cage or was derived from what a cage sent:
- * it is printed with every non-printable or formatting character escaped.
+ * It shows each question on the terminal and sends the user's y/N. The
+ * name and note are a cage's words, written to be read: they come first,
+ * quoted, one line each that cannot wrap, spaces collapsed, escaped; then
+ * size and SHA-256; the facts that decide (cages, levels, direction,
+ * encryption) come last, and the question says them again, so that no
+ * text from a cage can draw a fake of them or push them out of sight.
  * --auto answers without a terminal (tests, demos); "never" lets each
  * question time out.
  *
@@ -25,40 +27,161 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <clip/clip.h>
 
 #include "transfer/proto.h"
+#include "base/test-hooks.h"
 #include "base/utf8.h"
 #include "base/util.h"
 
-/* Print untrusted text with anything unsafe for a terminal escaped. */
+/* Spaces, of any width: a run of them is shown as one. */
+static bool
+is_space(uint32_t c)
+{
+	return c == ' ' || c == '\t' || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+	       c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/*
+ * The next unit of untrusted text at @s[*i] as it is shown, into @buf: the
+ * character, or an escape (\xNN for an invalid byte and the backslash,
+ * \u{XXXX} for a control, bidirectional, invisible or look-alike
+ * character); a run of spaces is one space when @collapse. Returns the
+ * columns it takes, counted high (2 for anything not ASCII, the most a
+ * terminal gives a character), so that a line never wraps.
+ */
+static size_t
+next_unit(const char *s, size_t n, size_t *i, bool collapse, char buf[16])
+{
+	uint32_t c;
+	size_t k = utf8_decode(s + *i, n - *i, &c);
+
+	if (k == 0 || c == '\\') {
+		snprintf(buf, 16, "\\x%02x", (unsigned char)s[*i]);
+		*i += 1;
+		return 4;
+	}
+	*i += k;
+	if (collapse && is_space(c)) {
+		while (*i < n && (k = utf8_decode(s + *i, n - *i, &c)) > 0 && is_space(c))
+			*i += k;
+		strcpy(buf, " ");
+		return 1;
+	}
+	if (utf8_is_dangerous(c) || (utf8_name_refusal(c) && !test_hook_disabled("name-invisible")))
+		return (size_t)snprintf(buf, 16, "\\u{%04X}", (unsigned)c);
+	memcpy(buf, s + *i - k, k);
+	buf[k] = '\0';
+	return c < 0x80 ? 1 : 2;
+}
+
+/*
+ * Write @s to @f (NULL: only count) escaped, runs of spaces collapsed when
+ * @collapse, as far as @budget columns allow. Returns the columns written.
+ */
+static size_t
+put_escaped(FILE *f, const char *s, bool collapse, size_t budget)
+{
+	size_t n = strlen(s), cols = 0;
+	char buf[16];
+
+	for (size_t i = 0; i < n;) {
+		size_t w = next_unit(s, n, &i, collapse, buf);
+
+		if (cols + w > budget)
+			break;
+		if (f)
+			fputs(buf, f);
+		cols += w;
+	}
+	return cols;
+}
+
+/*
+ * Untrusted text in quotes, on one line of at most @max columns (SIZE_MAX:
+ * all of it, as it came), every run of spaces collapsed; what does not fit
+ * is cut, and its length said.
+ */
+static void
+print_untrusted(FILE *f, const char *s, size_t max)
+{
+	char tail[64];
+	size_t budget;
+
+	if (max == SIZE_MAX || put_escaped(NULL, s, true, SIZE_MAX) + 2 <= max) {
+		fputc('"', f);
+		put_escaped(f, s, max != SIZE_MAX, SIZE_MAX);
+		fputc('"', f);
+		return;
+	}
+	snprintf(tail, sizeof(tail), "...\" (cut, %zu bytes in all)", strlen(s));
+	budget = max >= 1 + strlen(tail) + 8 ? max - 1 - strlen(tail) : 8;
+	fputc('"', f);
+	put_escaped(f, s, true, budget);
+	fputs(tail, f);
+}
+
+/* Trusted text (a cage's name or level, checked by the decoder), escaped all the same. */
 static void
 print_safe(FILE *f, const char *s)
 {
-	size_t n = strlen(s);
-
-	for (size_t i = 0; i < n;) {
-		uint32_t c;
-		size_t k = utf8_decode(s + i, n - i, &c);
-
-		if (k == 0 || utf8_is_dangerous(c) || c == '\\') {
-			if (k == 0)
-				k = 1;
-			for (size_t j = 0; j < k; j++)
-				fprintf(f, "\\x%02x", (unsigned char)s[i + j]);
-		} else
-			fwrite(s + i, 1, k, f);
-		i += k;
-	}
+	put_escaped(f, s, false, SIZE_MAX);
 }
 
+/* The width of @f's terminal in columns; 80 when it is not a terminal. */
+static size_t
+term_width(FILE *f)
+{
+	struct winsize ws;
+
+	if (ioctl(fileno(f), TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+/*
+ * What the sender says of its document: first, short, quoted, on a line
+ * each that cannot wrap (the label takes 10 columns, and the last column
+ * is left free), so that none of it can pass for a line of the facts.
+ */
+static void
+show_untrusted(FILE *f, const struct proto_prompt *p, size_t width)
+{
+	size_t max = width == SIZE_MAX ? SIZE_MAX : width > 10 + 1 + 24 ? width - 10 - 1 : 24;
+
+	fprintf(f, "  what the sending cage says (untrusted):\n    name: ");
+	print_untrusted(f, p->name, max);
+	fprintf(f, "\n    note: ");
+	if (p->note[0])
+		print_untrusted(f, p->note, max);
+	else
+		fprintf(f, "(none)");
+	fputc('\n', f);
+}
+
+/*
+ * A question: what the sender says first, then what the mediator vouches
+ * for, the facts that decide last, right above the question that repeats
+ * them. With the frame switched off (a test hook), the untrusted text
+ * comes after the facts, whole, as it once did.
+ */
 static void
 show(FILE *f, const struct proto_prompt *p, uint32_t left_ms)
 {
-	fprintf(f, "\n=== transfer request ===\n  from:      ");
+	bool frame = !test_hook_disabled("confirm-frame");
+
+	fprintf(f, "\n=== transfer request: no answer within %u s is a denial ===\n",
+		(left_ms + 999) / 1000);
+	if (frame)
+		show_untrusted(f, p, term_width(f));
+	fprintf(f, "  size:      %llu bytes\n  sha256:    ", (unsigned long long)p->size);
+	for (int i = 0; i < 32; i++)
+		fprintf(f, "%02x", p->sha256[i]);
+	fprintf(f, "\n  from:      ");
 	print_safe(f, p->source);
 	fprintf(f, " (level ");
 	print_safe(f, p->source_level);
@@ -66,19 +189,40 @@ show(FILE *f, const struct proto_prompt *p, uint32_t left_ms)
 	print_safe(f, p->target);
 	fprintf(f, " (level ");
 	print_safe(f, p->target_level);
-	fprintf(f, ")\n  direction: %s%s\n  name:      ", proto_direction_name(p->direction),
+	fprintf(f, ")\n  direction: %s%s\n  encrypted: %s\n", proto_direction_name(p->direction),
 		p->direction == PROTO_DIRECTION_DOWN           ? "  ** DOWNGRADE **"
 		: p->direction == PROTO_DIRECTION_INCOMPARABLE ? "  ** LEVELS INCOMPARABLE **"
-							       : "");
-	print_safe(f, p->name);
-	fprintf(f, "\n  size:      %llu bytes\n  sha256:    ", (unsigned long long)p->size);
-	for (int i = 0; i < 32; i++)
-		fprintf(f, "%02x", p->sha256[i]);
-	fprintf(f, "\n  encrypted: %s\n  note:      ",
+							       : "",
 		p->encrypt ? "yes (AES-256-GCM envelope)" : "no");
-	print_safe(f, p->note);
-	fprintf(f, "\n  (no answer within %u s is a denial)\n", (left_ms + 999) / 1000);
+	if (!frame)
+		show_untrusted(f, p, SIZE_MAX);
 	fflush(f);
+}
+
+/* The question, with the facts in it: what scrolled away is said again. */
+static void
+ask(FILE *f, const struct proto_prompt *p)
+{
+	static const char *const how[_PROTO_DIRECTION_MAX] = {
+		[PROTO_DIRECTION_UP] = "UP",
+		[PROTO_DIRECTION_DOWN] = "DOWN (a downgrade)",
+		[PROTO_DIRECTION_SAME] = "at the same level",
+		[PROTO_DIRECTION_INCOMPARABLE] = "ACROSS incomparable levels",
+	};
+
+	if (test_hook_disabled("confirm-frame")) {
+		fputs("Deliver? [y/N] ", f);
+		return;
+	}
+	fprintf(f, "Deliver %s from ", how[p->direction]);
+	print_safe(f, p->source);
+	fputs(" (", f);
+	print_safe(f, p->source_level);
+	fputs(") to ", f);
+	print_safe(f, p->target);
+	fputs(" (", f);
+	print_safe(f, p->target_level);
+	fprintf(f, "), %s? [y/N] ", p->encrypt ? "encrypted" : "not encrypted");
 }
 
 /* The mediator bounds its questions (256 pending); so do we, in case. */
@@ -154,7 +298,7 @@ ask_next(struct agent *a)
 	a->asking = q;
 	/* Whatever was typed before the question is not an answer to it. */
 	tcflush(a->tty_fd, TCIFLUSH);
-	fprintf(a->out, "Deliver? [y/N] ");
+	ask(a->out, &q->p);
 	fflush(a->out);
 }
 
@@ -215,7 +359,7 @@ on_expired(struct agent *a, const struct proto_expired *e)
 		fprintf(a->out, " waiting its turn: %s, not delivered)\n",
 			proto_expiry_name(e->reason));
 		if (a->asking)
-			fprintf(a->out, "Deliver? [y/N] ");
+			ask(a->out, &a->asking->p);
 	}
 	fflush(a->out);
 	question_drop(a, q);

@@ -7,7 +7,10 @@
 # /run/clip/transfer.sock (its own socket directory bound read-only) and its
 # inbox at /inbox (a read-write bind, so noexec, nosuid, nodev); its
 # documents are in its data directory, /data. clipd and clip-confirm run on
-# the host; the agent socket is bound into no cage.
+# the host; the agent socket is bound into no cage. Then the attacks of a
+# cage on the user through what it writes: names with invisible and
+# look-alike characters, and a name and note that forge the question on an
+# 80x24 terminal (clip-confirm on a pty, confirm-pty.py).
 #
 #   transfer-cages.sh CLIPD CLIP_CONFIRM CLIPCTL
 #
@@ -254,6 +257,77 @@ for name in "$(u 30ce 30fc 30c8).txt" "$(u 4e3f).txt" "r$(u e9)sum$(u e9).odt" "
 	expect 0 "name '$name': delivered" -- send low /data/doc.bin high --name "$name"
 	[ -e "$d/in-high/$name" ] && ok "name '$name': in the inbox as it is" || not_ok "name '$name': in the inbox as it is"
 done
+stop_all
+
+echo "# a high cage forges the question on an 80x24 terminal: the facts stay last"
+# The name and note a cage sends are what it wants the user to read: runs of
+# spaces that wrap the terminal so that the real facts scroll away and a
+# complete fake ("from: low ... direction: up") stands above the question.
+# clip-confirm runs on a pty of its own (confirm-pty.py), and the test reads
+# the screen as the user sees it when the question waits for an answer.
+start_pty_agent() { # COLSxROWS ANSWERS: screens in $d/screen.N
+	rm -f "$d/agent-ready" "$d"/screen.*
+	mkfifo "$d/agent-ready"
+	python3 "$(dirname "$0")/confirm-pty.py" "$1" "$d/screen" "$2" -- \
+		"$confirm" --socket "$d/run/confirm.sock" --ready-fd 3 3>"$d/agent-ready" >>"$d/agent.log" 2>&1 &
+	pty_agent=$!
+	pids+=("$pty_agent")
+	read -r -t 20 line <"$d/agent-ready" || true
+	[ "${line:-}" = READY=1 ]
+}
+pad() { printf "%-${1}s" "$2"; } # WIDTH TEXT
+# The last question on a screen: from its header on (all if it scrolled away).
+last_question() { sed -n '/^=== transfer request/h; /^=== transfer request/!H; ${x;p}' "$1"; }
+setup forge "high low ask encrypt"
+head -c 100 /dev/urandom >"$d/data-high/doc.bin"
+# Spaces to the end of the note's first line, then one fake line per row.
+forged_note="$(pad 67 'x')$(pad 80 '  from:      low (level s0)')$(pad 80 '  to:        high (level s2)')$(pad 80 '  direction: up')$(pad 80 '  encrypted: no')"
+forged_name="$(pad 1000 '')report.pdf"
+# The same without ASCII spaces: ideographic spaces and blank Braille
+# patterns wrap as well, and a name of look-alikes.
+wide_note="$(u $(printf '3000 %.0s' $(seq 40)))from: low (level s0)$(u $(printf '2800 %.0s' $(seq 60)))direction: up$(u $(printf '3000 %.0s' $(seq 100)))"
+real_facts="  from:      high (level s2)
+  to:        low (level s0)
+  direction: down  ** DOWNGRADE **
+  encrypted: yes (AES-256-GCM envelope)"
+question="Deliver DOWN (a downgrade) from high (s2) to low (s0), encrypted? [y/N]"
+# Every line the agent draws, and nothing else: the frame's own lines.
+frame_lines='^$|^clip-confirm: connected to |^=== transfer request: |^  what the sending cage says \(untrusted\):$|^    (name|note): ("|\(none\)$)|^  (size|sha256): |^  (from|to): +[a-z0-9_-]+ \(level [^ ]+\)$|^  direction: |^  encrypted: |^Deliver |^  -> refused$'
+if start_clipd --confirm-timeout-ms 20000 && start_pty_agent 80x24 nn; then
+	ok "forged question: clipd and clip-confirm on an 80x24 pty"
+else
+	not_ok "forged question: clipd and clip-confirm on an 80x24 pty"
+fi
+expect 4 "forged question (spaces): the user says no" -- send high /data/doc.bin low --name "$forged_name" --note "$forged_note"
+expect 4 "forged question (wide blanks): the user says no" -- send high /data/doc.bin low --note "$wide_note"
+wait "$pty_agent" && ok "forged question: the pty agent saw both questions" || not_ok "forged question: the pty agent saw both questions"
+for i in 1 2; do
+	screen=$(cat "$d/screen.$i" 2>/dev/null)
+	is "forged question $i: the last line is the question, with the facts" "$(printf '%s\n' "$screen" | tail -1)" "$question"
+	is "forged question $i: the facts stand right above it" "$(printf '%s\n' "$screen" | tail -5 | head -4)" "$real_facts"
+	is "forged question $i: no other line reads as a fact" "$(last_question "$d/screen.$i" | grep -cE '^ *(from|to|direction|encrypted):')" 4
+	is "forged question $i: no forged line of its own" "$(printf '%s\n' "$screen" | grep -vE "$frame_lines")" ""
+	is "forged question $i: the terminal wrapped no line" "$(cat "$d/screen.$i.wraps" 2>/dev/null)" 0
+done
+like "forged question 1: the name's spaces are collapsed" "$(cat "$d/screen.1")" '    name: " report\.pdf"'
+like "forged question 1: the note is cut, its length said" "$(cat "$d/screen.1")" '    note: "x from: low .*\.\.\." \(cut, 387 bytes in all\)'
+like "forged question 2: the blanks are escaped or collapsed" "$(cat "$d/screen.2")" '    note: " from: low \(level s0\)\\u\{2800\}.*\(cut, '
+[ -z "$(ls -A "$d/in-low")" ] && ok "forged question: nothing delivered" || not_ok "forged question: nothing delivered"
+# A wider terminal (TIOCGWINSZ): the note gets its width, and no more.
+if start_pty_agent 120x30 n; then ok "forged question: clip-confirm on a 120x30 pty"; else not_ok "forged question: clip-confirm on a 120x30 pty"; fi
+expect 4 "forged question at 120 columns: the user says no" -- send high /data/doc.bin low --name "$forged_name" --note "$wide_note"
+wait "$pty_agent" && ok "forged question at 120 columns: the pty agent saw it" || not_ok "forged question at 120 columns: the pty agent saw it"
+like "forged question at 120 columns: the note takes the width" "$(grep '^    note: ' "$d/screen.1" | awk '{ print length($0) }')" '^(9[0-9]|1[01][0-9])$'
+is "forged question at 120 columns: the terminal wrapped no line" "$(cat "$d/screen.1.wraps" 2>/dev/null)" 0
+is "forged question at 120 columns: the question, with the facts, last" "$(tail -5 "$d/screen.1")" "$real_facts
+$question"
+stop_all
+# Not a terminal (--auto writes to a file): bounded as if 80 columns wide.
+start_clipd --confirm-timeout-ms 20000 && start_agent no && ok "forged question: clipd and an agent on a file" || not_ok "forged question: clipd and an agent on a file"
+: >"$d/agent.log"
+expect 4 "forged question on a file: refused" -- send high /data/doc.bin low --name "$forged_name" --note "$forged_note"
+is "forged question on a file: no line over 79 columns" "$(awk 'length($0) > 79' "$d/agent.log")" ""
+is "forged question on a file: the facts come last" "$(grep -v -e '^  -> ' "$d/agent.log" | tail -4)" "$real_facts"
 stop_all
 
 tap_plan_end
