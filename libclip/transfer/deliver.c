@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <clip/label.h>
@@ -14,6 +15,7 @@
 #include "base/crypto.h"
 #include "base/error.h"
 #include "base/log.h"
+#include "base/test-hooks.h"
 #include "transfer-internal.h"
 #include "base/test-hooks.h"
 #include "base/utf8.h"
@@ -110,6 +112,85 @@ chunk_take(int src, uint64_t off, uint8_t *in, size_t want, EVP_MD_CTX *md, EVP_
 }
 
 /*
+ * Holes. A sparse document is copied sparse: its holes (SEEK_DATA and
+ * SEEK_HOLE on the cage's fd) are hashed as the zeros they read as, but
+ * neither read nor written, so a 1 GiB hole costs no block in the inbox,
+ * and the hash is still that of the whole logical content. Extents are
+ * widened to DIRECT_ALIGN (a hole shorter than that is copied), so that
+ * every chunk written stays aligned for O_DIRECT. An envelope is never
+ * sparse: zeros encrypt to anything but zeros.
+ */
+#define DIRECT_ALIGN 4096
+
+struct segment {
+	uint64_t len;
+	bool hole;
+};
+
+/*
+ * The next segment of the document at @off, at most @max bytes: data to
+ * read, or a hole. Without @holes (or where the file system cannot tell),
+ * everything is data.
+ */
+static void
+segment_next(int src, uint64_t off, uint64_t size, bool holes, uint64_t max, struct segment *s)
+{
+	const uint64_t mask = DIRECT_ALIGN - 1;
+	off_t data, hole;
+
+	*s = (struct segment){ .len = size - off < max ? size - off : max };
+	if (!holes)
+		return;
+	data = lseek(src, (off_t)off, SEEK_DATA);
+	if (data < 0 && errno == ENXIO)
+		data = (off_t)size; /* nothing but a hole up to the end (or the file shrank) */
+	else if (data < 0)
+		return;
+	if (((uint64_t)data & ~mask) > off) {
+		uint64_t end = (uint64_t)data < size ? (uint64_t)data & ~mask : size;
+
+		s->hole = true;
+		if (end - off < s->len)
+			s->len = end - off;
+		return;
+	}
+	/* From the data, not from @off: a file system finer than 4 KiB may have a hole at @off. */
+	hole = lseek(src, data, SEEK_HOLE);
+	if (hole >= 0 && (uint64_t)hole > off) {
+		uint64_t end = ((uint64_t)hole + mask) & ~mask;
+
+		if (end < off + s->len)
+			s->len = end - off;
+	}
+}
+
+/* A hole of @len bytes at @off: hashed as zeros (and encrypted: never, see above). */
+static int
+hole_take(int src, uint64_t off, uint64_t len, EVP_MD_CTX *md, struct clip_error **reterr)
+{
+	static const uint8_t zeros[64 * 1024];
+	uint8_t byte;
+	ssize_t n;
+
+	/* Still there: a hole past the end is a file that shrank (or a cancelled job). */
+	do
+		n = pread(src, &byte, 1, (off_t)(off + len - 1));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return error_set_errno(reterr, -errno, "cannot read the document");
+	if (n == 0)
+		return error_set(reterr, -EBUSY, "the document shrank while it was read");
+	for (uint64_t done = 0; done < len;) {
+		size_t k = len - done < sizeof(zeros) ? (size_t)(len - done) : sizeof(zeros);
+
+		if (!sym_EVP_DigestUpdate(md, zeros, k))
+			return -EIO;
+		done += k;
+	}
+	return 0;
+}
+
+/*
  * One pass: each chunk is read once from the cage's fd into a buffer,
  * hashed (and encrypted) from that buffer, and that same buffer is what
  * is written, so the hash is of exactly the delivered bytes. A second
@@ -124,7 +205,6 @@ chunk_take(int src, uint64_t off, uint8_t *in, size_t want, EVP_MD_CTX *md, EVP_
  * a short read) switches back to buffered writes for the rest.
  */
 #define PIPE_SLOTS 4
-#define DIRECT_ALIGN 4096
 
 struct pipeline {
 	pthread_mutex_t lock;
@@ -132,8 +212,9 @@ struct pipeline {
 	int fd;
 	uint8_t *slot[PIPE_SLOTS];
 	size_t len[PIPE_SLOTS];
+	uint64_t off[PIPE_SLOTS]; /* where in the file: a hole between two is not written */
 	unsigned head, count;
-	uint64_t written;
+	uint64_t written; /* bytes written, for the write-back */
 	bool direct, closing;
 	int error;
 };
@@ -150,14 +231,14 @@ direct_set(int fd, bool on)
 
 /* Write one chunk at its offset; a direct write the file system refuses is retried buffered. */
 static int
-pipeline_write(struct pipeline *p, const uint8_t *b, size_t len)
+pipeline_write(struct pipeline *p, const uint8_t *b, uint64_t off, size_t len)
 {
 	size_t done = 0;
 
-	if (p->direct && len % DIRECT_ALIGN != 0)
+	if (p->direct && (len % DIRECT_ALIGN != 0 || off % DIRECT_ALIGN != 0))
 		p->direct = !direct_set(p->fd, false);
 	while (done < len) {
-		ssize_t n = pwrite(p->fd, b + done, len - done, (off_t)(p->written + done));
+		ssize_t n = pwrite(p->fd, b + done, len - done, (off_t)(off + done));
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -193,16 +274,17 @@ pipeline_writer(void *userdata)
 			break;
 		h = p->head;
 		pthread_mutex_unlock(&p->lock);
-		r = pipeline_write(p, p->slot[h], p->len[h]);
+		r = pipeline_write(p, p->slot[h], p->off[h], p->len[h]);
 		pthread_mutex_lock(&p->lock);
 		if (r < 0) {
 			p->error = r;
 			break;
 		}
-		p->written += p->len[h];
 		/* Buffered: start the write-back early, so that fsync() waits for the tail only. */
-		if (!p->direct && p->written % DELIVER_WRITEBACK == 0)
+		if (!p->direct &&
+		    (p->written + p->len[h]) / DELIVER_WRITEBACK != p->written / DELIVER_WRITEBACK)
 			(void)sync_file_range(p->fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+		p->written += p->len[h];
 		p->head = (h + 1) % PIPE_SLOTS;
 		p->count--;
 		pthread_cond_broadcast(&p->cond);
@@ -230,9 +312,10 @@ pipeline_take(struct pipeline *p, unsigned *ret)
 }
 
 static void
-pipeline_give(struct pipeline *p, unsigned i, size_t len)
+pipeline_give(struct pipeline *p, unsigned i, uint64_t off, size_t len)
 {
 	pthread_mutex_lock(&p->lock);
+	p->off[i] = off;
 	p->len[i] = len;
 	p->count++;
 	pthread_cond_broadcast(&p->cond);
@@ -255,17 +338,28 @@ pipeline_end(struct pipeline *p, pthread_t t)
 
 /* One chunk at most: read, hash (maybe encrypt) and write in this thread, buffered. */
 static int
-copy_small(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
+copy_small(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c, bool holes,
 	   struct clip_error **reterr)
 {
 	uint8_t in[SMALL_BUF], out[SMALL_BUF];
 	uint64_t off = 0;
 
 	while (off < size) {
-		size_t want = size - off < sizeof(in) ? (size_t)(size - off) : sizeof(in);
-		ssize_t n = chunk_take(src, off, in, want, md, c, out, reterr);
+		struct segment s;
+		ssize_t n;
 		int r;
 
+		segment_next(src, off, size, holes, sizeof(in), &s);
+		if (s.hole) {
+			r = hole_take(src, off, s.len, md, reterr);
+			if (r < 0)
+				return r;
+			if (lseek(out_fd, (off_t)s.len, SEEK_CUR) < 0)
+				return inbox_error(reterr, -errno);
+			off += s.len;
+			continue;
+		}
+		n = chunk_take(src, off, in, (size_t)s.len, md, c, out, reterr);
 		if (n < 0)
 			return (int)n;
 		r = deliver_write_out(out_fd, c ? out : in, (size_t)n, reterr);
@@ -276,23 +370,14 @@ copy_small(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c
 	return 0;
 }
 
-/*
- * Copy exactly @size bytes from the current end of @out_fd (after an
- * envelope's header), hashing and maybe encrypting; the source is only
- * pread. A document of one chunk or less is copied in this thread, from
- * the stack: a writer thread and its buffers (an mmap() whose munmap()
- * interrupts every CPU the mediator's threads run on) cost more than
- * they save there.
- */
+/* The writer thread and its buffers, for more than one chunk; see copy_in(). */
 static int
-copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
-	struct clip_error **reterr)
+copy_big(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c, bool holes,
+	 struct clip_error **reterr)
 {
 	const size_t stride = DELIVER_CHUNK + DIRECT_ALIGN;
-	const bool big = size > DELIVER_CHUNK;
-	_cleanup_free_ uint8_t *buf = big && c ? malloc(DELIVER_CHUNK) : NULL,
-			       *slots = big ? aligned_alloc(DIRECT_ALIGN, PIPE_SLOTS * stride)
-					    : NULL;
+	_cleanup_free_ uint8_t *buf = c ? malloc(DELIVER_CHUNK) : NULL,
+			       *slots = aligned_alloc(DIRECT_ALIGN, PIPE_SLOTS * stride);
 	struct pipeline p = { .lock = PTHREAD_MUTEX_INITIALIZER,
 			      .cond = PTHREAD_COND_INITIALIZER,
 			      .fd = out_fd };
@@ -301,13 +386,10 @@ copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 	pthread_t writer;
 	int r = 0;
 
-	if (size <= DELIVER_CHUNK)
-		return copy_small(src, size, out_fd, md, c, reterr);
 	if ((c && !buf) || !slots)
 		return -ENOMEM;
 	if (start < 0)
 		return inbox_error(reterr, -errno);
-	p.written = (uint64_t)start;
 	for (unsigned i = 0; i < PIPE_SLOTS; i++)
 		p.slot[i] = slots + i * stride;
 	/* Cipher text follows a header of its own: buffered. */
@@ -318,26 +400,54 @@ copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c,
 		return -ENOMEM;
 	}
 	while (off < size && r == 0) {
-		size_t want = size - off < DELIVER_CHUNK ? (size_t)(size - off) : DELIVER_CHUNK;
+		struct segment s;
 		unsigned i = 0;
-		uint8_t *out = pipeline_take(&p, &i);
-		/* Plain text is read straight into the slot; cipher text is made there. */
-		uint8_t *in = c ? buf : out;
+		uint8_t *out, *in;
 		ssize_t n;
 
+		segment_next(src, off, size, holes, DELIVER_CHUNK, &s);
+		if (s.hole) {
+			r = hole_take(src, off, s.len, md, reterr);
+			off += s.len;
+			continue;
+		}
+		out = pipeline_take(&p, &i);
 		if (!out)
 			break;
-		n = chunk_take(src, off, in, want, md, c, out, reterr);
+		/* Plain text is read straight into the slot; cipher text is made there. */
+		in = c ? buf : out;
+		n = chunk_take(src, off, in, (size_t)s.len, md, c, out, reterr);
 		if (n < 0) {
 			r = (int)n;
 			break;
 		}
-		pipeline_give(&p, i, (size_t)n);
+		pipeline_give(&p, i, (uint64_t)start + off, (size_t)n);
 		off += (uint64_t)n;
 	}
 	if (pipeline_end(&p, writer) < 0 && r == 0)
 		return inbox_error(reterr, p.error);
-	if (r == 0 && lseek(out_fd, (off_t)p.written, SEEK_SET) < 0)
+	if (r == 0 && lseek(out_fd, start + (off_t)size, SEEK_SET) < 0)
+		return inbox_error(reterr, -errno);
+	return r;
+}
+
+/*
+ * Copy exactly @size bytes from the current end of @out_fd (after an
+ * envelope's header), hashing and maybe encrypting; the source is only
+ * pread (and its holes looked up, with @holes). A document of one chunk
+ * or less is copied in this thread, from the stack: a writer thread and
+ * its buffers (an mmap() whose munmap() interrupts every CPU the
+ * mediator's threads run on) cost more than they save there. A hole at
+ * the end is made by the file's size.
+ */
+static int
+copy_in(int src, uint64_t size, int out_fd, EVP_MD_CTX *md, EVP_CIPHER_CTX *c, bool holes,
+	struct clip_error **reterr)
+{
+	int r = size <= DELIVER_CHUNK ? copy_small(src, size, out_fd, md, c, holes, reterr)
+				      : copy_big(src, size, out_fd, md, c, holes, reterr);
+
+	if (r == 0 && holes && ftruncate(out_fd, (off_t)size) < 0)
 		return inbox_error(reterr, -errno);
 	return r;
 }
@@ -359,12 +469,60 @@ check_growth(int src, uint64_t size, struct clip_error **reterr)
 	}
 }
 
+static bool
+timespec_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static bool
+same_file_state(const struct stat *a, const struct stat *b, bool check_ctime)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       (!check_ctime || (a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+				 a->st_ctim.tv_nsec == b->st_ctim.tv_nsec));
+}
+
+/*
+ * Make sure that any change of the document from now on moves its ctime.
+ * The ctime is what a cage cannot set back (utimensat() sets the mtime,
+ * and moves the ctime to now); but without fine-grained timestamps
+ * (before Linux 6.13's multigrain ones) a change stamps the coarse clock,
+ * so a change in the same tick as the last one keeps the same ctime. When
+ * the document's ctime is not before the coarse clock, wait (a tick, 50
+ * ms at most) until it is, and stat again: unchanged, any later change
+ * shows.
+ */
+static int
+settle(int src, struct stat *st, struct clip_error **reterr)
+{
+	struct timespec now, tick = { .tv_nsec = 1000000 };
+	struct stat again;
+
+	for (unsigned waited_ms = 0;; waited_ms++) {
+		if (clock_gettime(CLOCK_REALTIME_COARSE, &now) < 0 ||
+		    timespec_before(&st->st_ctim, &now) || waited_ms == 50)
+			break;
+		(void)nanosleep(&tick, NULL);
+	}
+	if (fstat(src, &again) < 0)
+		return error_set_errno(reterr, -errno, "cannot stat the document");
+	if (!same_file_state(st, &again, true))
+		return error_set(reterr, -EBUSY, "the document is being changed");
+	return 0;
+}
+
 static int
 receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, const char *aad,
-	struct delivery *d, struct clip_error **reterr)
+	struct delivery *d, off_t *pos, struct clip_error **reterr)
 {
 	_cleanup_(sym_EVP_MD_CTX_freep) EVP_MD_CTX *md = NULL;
 	_cleanup_(sym_EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = NULL;
+	/* The ctime, not only size and mtime, which a cage sets back at will. */
+	const bool check_ctime = !test_hook_disabled("deliver-unchanged");
+	/* Holes are kept (never in an envelope). */
+	const bool holes = !key && !test_hook_disabled("deliver-sparse");
 	struct stat st, after;
 	unsigned mdlen = 0;
 	int r;
@@ -379,6 +537,13 @@ receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, 
 	r = check_source(untrusted_src, max_size, &st, reterr);
 	if (r < 0)
 		return r;
+	if (holes)
+		*pos = lseek(untrusted_src, 0, SEEK_CUR);
+	if (check_ctime) {
+		r = settle(untrusted_src, &st, reterr);
+		if (r < 0)
+			return r;
+	}
 	d->fd = openat(inbox_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0640);
 	if (d->fd < 0)
 		return error_set_errno(reterr, -errno, "cannot create a file in the target inbox");
@@ -390,7 +555,7 @@ receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, 
 		if (r < 0)
 			return r;
 	}
-	r = copy_in(untrusted_src, (uint64_t)st.st_size, d->fd, md, c, reterr);
+	r = copy_in(untrusted_src, (uint64_t)st.st_size, d->fd, md, c, holes, reterr);
 	if (r < 0)
 		return r;
 	r = check_growth(untrusted_src, (uint64_t)st.st_size, reterr);
@@ -403,8 +568,7 @@ receive(int inbox_fd, int untrusted_src, uint64_t max_size, const uint8_t *key, 
 	}
 	if (fstat(untrusted_src, &after) < 0)
 		return error_set_errno(reterr, -errno, "cannot stat the document");
-	if (after.st_size != st.st_size || after.st_mtim.tv_sec != st.st_mtim.tv_sec ||
-	    after.st_mtim.tv_nsec != st.st_mtim.tv_nsec)
+	if (!same_file_state(&st, &after, check_ctime))
 		return error_set(reterr, -EBUSY, "the document changed while it was read");
 	if (!sym_EVP_DigestFinal_ex(md, d->sha256, &mdlen) || mdlen != 32)
 		return -EIO;
@@ -420,10 +584,14 @@ deliver_receive(int inbox_fd, int untrusted_src, uint64_t max_size,
 		const uint8_t key[CLIP_KEY_SIZE], const char *aad, struct delivery *d,
 		struct clip_error **reterr)
 {
+	off_t pos = -1;
 	int r;
 
 	*d = (struct delivery)DELIVERY_INIT;
-	r = receive(inbox_fd, untrusted_src, max_size, key, aad, d, reterr);
+	r = receive(inbox_fd, untrusted_src, max_size, key, aad, d, &pos, reterr);
+	/* Looking for holes moves the file offset, which the sender shares: put it back. */
+	if (pos >= 0)
+		(void)lseek(untrusted_src, pos, SEEK_SET);
 	if (r < 0)
 		deliver_abort(d);
 	return r;

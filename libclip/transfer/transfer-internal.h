@@ -127,10 +127,11 @@ struct delivery {
 
 /*
  * Read the regular file @untrusted_src (never anything else, never more
- * than @max_size bytes, never a file that changes while read) into an
- * unnamed file in @inbox_fd, hashing what is delivered (doc/transfer.md:
- * copy_file_range() and a hashing thread, or one pass in user space). With @key, what is written is the envelope
- * of the content under that key, @aad bound to it. -EMEDIUMTYPE (not a
+ * than @max_size bytes, never a file whose size, mtime or ctime changes
+ * while read) into an unnamed file in @inbox_fd, hashing what is
+ * delivered in one pass (doc/transfer.md), its holes kept (hashed as
+ * zeros, not written). With @key, what is written is the envelope
+ * of the content under that key, @aad bound to it, holes included. -EMEDIUMTYPE (not a
  * regular file), -EBADF (not readable), -EFBIG (over @max_size), -EBUSY
  * (changed while read), -ENOSPC, -EDQUOT, -EIO...
  */

@@ -7,10 +7,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <clip/clip.h>
@@ -217,5 +219,141 @@ Test(deliver, envelope_round_trip_and_tamper)
 	close(inbox);
 	clip_level_unref(level);
 	clip_ctx_unref(ctx);
+	free(dir);
+}
+
+/*
+ * A sparse document (16 MiB and a bit, a few bytes at its start, in its
+ * middle at an odd offset, and at its end) keeps its holes in the inbox, on
+ * ext4 and on tmpfs: a few blocks, not 16 MiB of them; the hash is that of
+ * the whole logical content, and the sender's file offset is left as it was.
+ */
+Test(deliver, a_sparse_document_keeps_its_holes, .timeout = 120)
+{
+	const uint64_t size = (UINT64_C(16) << 20) + 123;
+	static const struct {
+		uint64_t at;
+		const char *bytes;
+	} marks[] = { { 0, "head" },
+		      { (UINT64_C(8) << 20) + 1, "middle" },
+		      { (UINT64_C(16) << 20) + 119, "tail" } };
+
+	for (const char *const *fs = (const char *const[]){ "ext4", "tmpfs", NULL }; *fs; fs++) {
+		char *dir = test_tmpdir(*fs), path[600];
+		uint8_t want[32], buf[16];
+		unsigned wlen = 0;
+		EVP_MD_CTX *md = EVP_MD_CTX_new();
+		int inbox, src;
+		struct delivery d;
+		struct clip_error *e = NULL;
+		struct stat st;
+		uint64_t off = 0;
+
+		cr_assert(dir && md);
+		inbox = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		snprintf(path, sizeof(path), "%s/sparse", dir);
+		src = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		cr_assert_geq(src, 0);
+		cr_assert_eq(ftruncate(src, (off_t)size), 0);
+		for (size_t i = 0; i < ELEMENTSOF(marks); i++)
+			cr_assert_eq(pwrite(src, marks[i].bytes, strlen(marks[i].bytes),
+					    (off_t)marks[i].at),
+				     (ssize_t)strlen(marks[i].bytes));
+		/* The expected hash, by reading every byte. */
+		cr_assert(EVP_DigestInit_ex(md, EVP_sha256(), NULL));
+		while (off < size) {
+			static uint8_t chunk[1 << 20];
+			ssize_t n = pread(src, chunk, sizeof(chunk), (off_t)off);
+
+			cr_assert_gt(n, 0);
+			cr_assert(EVP_DigestUpdate(md, chunk, (size_t)n));
+			off += (uint64_t)n;
+		}
+		cr_assert(EVP_DigestFinal_ex(md, want, &wlen));
+		EVP_MD_CTX_free(md);
+		cr_assert_eq(lseek(src, 5, SEEK_SET), 5);
+		cr_assert_eq(deliver_receive(inbox, src, size, NULL, "", &d, &e), 0, "%s: %s", *fs,
+			     clip_error_get_message(e));
+		cr_assert_eq(lseek(src, 0, SEEK_CUR), 5, "%s: the sender's offset is left alone",
+			     *fs);
+		cr_assert_eq(d.size, size);
+		cr_assert_arr_eq(d.sha256, want, 32, "%s: the hash of the logical content", *fs);
+		cr_assert_eq(fstat(d.fd, &st), 0);
+		cr_assert_eq((uint64_t)st.st_size, size);
+		cr_assert_leq((uint64_t)st.st_blocks * 512, UINT64_C(1) << 20,
+			      "%s: %llu bytes of blocks for a document of 3 marks", *fs,
+			      (unsigned long long)st.st_blocks * 512);
+		for (size_t i = 0; i < ELEMENTSOF(marks); i++) {
+			size_t n = strlen(marks[i].bytes);
+
+			cr_assert_eq(pread(d.fd, buf, n, (off_t)marks[i].at), (ssize_t)n);
+			cr_assert_arr_eq(buf, marks[i].bytes, n, "%s: mark %zu", *fs, i);
+		}
+		cr_assert_eq(lseek(d.fd, 0, SEEK_CUR), (off_t)size);
+		close(src);
+		unlink(path);
+		deliver_abort(&d);
+		cr_assert(test_dir_is_empty(inbox), "%s: the unnamed file is gone", *fs);
+		close(inbox);
+		free(dir);
+	}
+}
+
+/*
+ * The attack of issue 14 (finding 12): a process rewrites both ends of the
+ * document while it is read, and sets its mtime back after each write, so
+ * that size and mtime never change. The delivery is refused, never made
+ * of the old head and a new tail.
+ */
+Test(deliver, a_document_rewritten_with_its_mtime_set_back_is_refused, .timeout = 120)
+{
+	const size_t size = 32 << 20;
+	char *dir = test_tmpdir("tmpfs"), path[600];
+	int inbox = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), src, refused = 0;
+	uint8_t *data = malloc(size);
+	struct stat st;
+	pid_t pid;
+
+	cr_assert(data);
+	memset(data, 'a', size);
+	snprintf(path, sizeof(path), "%s/moving", dir);
+	src = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_eq(write(src, data, size), (ssize_t)size);
+	cr_assert_eq(fstat(src, &st), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		const struct timespec times[2] = { st.st_atim, st.st_mtim };
+
+		for (uint8_t k = 0;; k++) {
+			memset(data, k, 4096);
+			if (pwrite(src, data, 4096, 0) != 4096 ||
+			    pwrite(src, data, 4096, (off_t)(size - 4096)) != 4096 ||
+			    futimens(src, times) < 0)
+				_exit(1);
+			usleep(200);
+		}
+	}
+	/* A few tries: each must be refused. */
+	for (int i = 0; i < 3; i++) {
+		struct delivery d;
+		struct clip_error *e = NULL;
+		int r = deliver_receive(inbox, src, size, NULL, "", &d, &e);
+
+		if (r == 0)
+			deliver_abort(&d);
+		cr_expect_eq(r, -EBUSY, "try %d: %d (%s)", i, r,
+			     e ? clip_error_get_message(e) : "");
+		refused += r == -EBUSY;
+		clip_error_free(e);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	cr_assert_eq(refused, 3, "refused every time");
+	close(src);
+	unlink(path);
+	cr_assert(test_dir_is_empty(inbox), "nothing is left behind");
+	close(inbox);
+	free(data);
 	free(dir);
 }
