@@ -34,9 +34,11 @@ struct clip_mediator;
 /*
  * Options of clip_mediator_new(); all zero means the defaults. @size tells
  * which members the caller knows: rate_per_s and rate_burst are read only
- * when it covers both (since 0.1, added after the first four). A larger
- * struct (a newer header) is accepted when what this library does not
- * know of it is zero.
+ * when it covers both (since 0.1, added after the first four), the
+ * pending budgets only when it covers both of them (added after the
+ * rates; the 4 bytes of padding after rate_burst are never read). A
+ * larger struct (a newer header) is accepted when what this library does
+ * not know of it is zero.
  */
 struct clip_mediator_opts {
 	uint32_t size; /* sizeof(struct clip_mediator_opts) */
@@ -47,6 +49,12 @@ struct clip_mediator_opts {
 				token bucket per cage); 0: 20,
 				CLIP_MEDIATOR_RATE_UNLIMITED: no bound */
 	uint32_t rate_burst; /* how many it may send at once; 0: 100 */
+	/* Documents waiting for the user's answer (`ask`) sit in the target's
+	   inbox, unnamed: their sizes (logical, holes included) are bounded
+	   per target inbox and per source cage; a request over either is
+	   refused (EDQUOT), naming the budget. */
+	uint64_t pending_max_per_target; /* 0: twice max_size (8 GiB) */
+	uint64_t pending_max_per_source; /* 0: max_size (4 GiB) */
 };
 
 /* One cage as the mediator sees it; @size as for struct clip_mediator_opts. */

@@ -31,6 +31,8 @@ mediator_pending_free(struct clip_mediator *m, struct pending *p)
 {
 	mediator_unwatch_close(m, &p->src);
 	deliver_abort(&p->d);
+	p->source->pending_out -= p->charged;
+	p->target->pending_in -= p->charged;
 	if (p->conn)
 		p->conn->n_pending--;
 	free(p);

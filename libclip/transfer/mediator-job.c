@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -20,6 +21,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "base/test-hooks.h"
 #include "proto.h"
 #include "transfer-internal.h"
 #include "base/util.h"
@@ -224,6 +226,55 @@ mediator_job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *m
 	jobs_schedule(m);
 }
 
+static void
+format_bytes(uint64_t n, char *buf, size_t size)
+{
+	if (n >= (UINT64_C(1) << 30) && n % (UINT64_C(1) << 30) == 0)
+		snprintf(buf, size, "%" PRIu64 " GiB", n >> 30);
+	else if (n >= (UINT64_C(1) << 20) && n % (UINT64_C(1) << 20) == 0)
+		snprintf(buf, size, "%" PRIu64 " MiB", n >> 20);
+	else
+		snprintf(buf, size, "%" PRIu64 " bytes", n);
+}
+
+/*
+ * Whether @j's document may wait for the user in its target's inbox: the
+ * bytes waiting from its source cage, and those waiting for its target,
+ * stay within their budgets (doc/transfer.md, "Documents waiting for the
+ * user"). When not, @reason says which budget.
+ */
+static bool
+pending_budget_check(struct clip_mediator *m, const struct job *j, char *reason, size_t size)
+{
+	const uint64_t n = j->d.size, src_max = m->opts.pending_max_per_source,
+		       dst_max = m->opts.pending_max_per_target;
+	char held[32], max[32];
+
+	if (test_hook_disabled("pending-budget"))
+		return true;
+	if (n > src_max || j->source->pending_out > src_max - n) {
+		format_bytes(j->source->pending_out, held, sizeof(held));
+		format_bytes(src_max, max, sizeof(max));
+		snprintf(reason, size,
+			 "cage '%s' has %s waiting for the user, and %" PRIu64
+			 " bytes more would be over its budget of %s (pending bytes per source "
+			 "cage): try again once the user has answered",
+			 j->source->name, held, n, max);
+		return false;
+	}
+	if (n > dst_max || j->target->pending_in > dst_max - n) {
+		format_bytes(j->target->pending_in, held, sizeof(held));
+		format_bytes(dst_max, max, sizeof(max));
+		snprintf(reason, size,
+			 "the inbox of cage '%s' has %s waiting for the user, and %" PRIu64
+			 " bytes more would be over its budget of %s (pending bytes per target "
+			 "inbox): try again once the user has answered",
+			 j->target->name, held, n, max);
+		return false;
+	}
+	return true;
+}
+
 /* The document is in (or not): what handle_request() did next when it read it itself. */
 static void
 job_finish(struct clip_mediator *m, struct job *j)
@@ -264,6 +315,17 @@ job_finish(struct clip_mediator *m, struct job *j)
 				&j->d, &o);
 		return;
 	}
+	{
+		char reason[PROTO_TEXT_MAX + 1];
+
+		if (!pending_budget_check(m, j, reason, sizeof(reason))) {
+			mediator_outcome_set(&o, PROTO_STATUS_FAILED, -EDQUOT, "deny", "mediator",
+					     reason);
+			mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name,
+					j->name, &j->d, &o);
+			return;
+		}
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		mediator_outcome_error(&o, -ENOMEM, NULL, "cannot ask");
@@ -298,6 +360,9 @@ job_finish(struct clip_mediator *m, struct job *j)
 	p->next = m->pending;
 	m->pending = p;
 	m->n_pending++;
+	p->charged = p->d.size;
+	p->source->pending_out += p->charged;
+	p->target->pending_in += p->charged;
 }
 
 /* A worker is done: the rest happens here, on the loop's thread. */

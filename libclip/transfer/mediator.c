@@ -43,6 +43,9 @@
 #define DEFAULT_RATE_BURST 100
 /* The first version of struct clip_mediator_opts ends after label_flags. */
 #define MEDIATOR_OPTS_SIZE_V1 (offsetof(struct clip_mediator_opts, label_flags) + sizeof(unsigned))
+/* Before the budgets the struct was 32 bytes (rate_burst, then padding): they come after. */
+_Static_assert(offsetof(struct clip_mediator_opts, pending_max_per_target) == 32,
+	       "the pending budgets are past the end of the struct before them");
 /* The first version of struct clip_mediator_cage ends after uid. */
 #define MEDIATOR_CAGE_SIZE_V1 (offsetof(struct clip_mediator_cage, uid) + sizeof(uint32_t))
 
@@ -153,6 +156,12 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 		m->opts.confirm_timeout_ms = DEFAULT_TIMEOUT_MS;
 	if (!m->opts.max_size)
 		m->opts.max_size = DEFAULT_MAX_SIZE;
+	/* One document of the largest size may always wait, two for one target. */
+	if (!m->opts.pending_max_per_source)
+		m->opts.pending_max_per_source = m->opts.max_size;
+	if (!m->opts.pending_max_per_target)
+		m->opts.pending_max_per_target =
+			m->opts.max_size > UINT64_MAX / 2 ? UINT64_MAX : 2 * m->opts.max_size;
 	m->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (m->epfd < 0)
 		return error_set_errno(reterr, -errno, "cannot create an epoll fd");
@@ -196,6 +205,7 @@ clip_mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_
 		 * what follows its label_flags is its padding, not a rate. */
 		if (opts->size < offsetof(struct clip_mediator_opts, rate_burst) + sizeof(uint32_t))
 			o.rate_per_s = o.rate_burst = 0;
+		/* The budgets come after the end of the struct before them (32 bytes): zero for its callers. */
 	}
 	ctx_assert_log_return(ctx, (o.label_flags & ~CLIP_LABEL_ROOTLESS) == 0,
 			      api_return(-EINVAL, reterr));

@@ -255,6 +255,8 @@ struct cage {
 	uint64_t refilled_ns;
 	uint64_t limit_audited_ns; /* the last record of a refusal; 0: none */
 	uint64_t limit_suppressed; /* refusals since, not recorded */
+	/* Bytes of its documents waiting for the user, as source and as target. */
+	uint64_t pending_out, pending_in;
 };
 
 struct conn {
@@ -324,6 +326,7 @@ struct pending {
 	const struct policy_rule *rule;
 	enum proto_direction direction;
 	struct delivery d;
+	uint64_t charged; /* counted in source->pending_out and target->pending_in */
 	char name[PROTO_NAME_MAX + 1];
 	struct pending *next;
 };

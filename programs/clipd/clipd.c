@@ -70,6 +70,7 @@ static struct {
 	const char *config_dir, *state_dir, *agent_socket;
 	int ready_fd, verbose, no_privsep, rootless;
 	uint32_t timeout_ms;
+	uint64_t pending_max_per_target, pending_max_per_source; /* 0: the mediator's defaults */
 	struct cage_conf cages[CAGES_MAX];
 	size_t n_cages;
 } arg = { .ready_fd = -1, .agent_socket = "/run/clip/confirm.sock" };
@@ -561,6 +562,8 @@ setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m
 {
 	struct clip_mediator_opts opts = { .size = sizeof(opts),
 					   .confirm_timeout_ms = arg.timeout_ms,
+					   .pending_max_per_target = arg.pending_max_per_target,
+					   .pending_max_per_source = arg.pending_max_per_source,
 					   .label_flags = arg.rootless ? CLIP_LABEL_ROOTLESS : 0 };
 	struct clip_policy *policy = NULL;
 	struct clip_error *error = NULL;
@@ -699,6 +702,29 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 	}
 }
 
+/* "N" or "N" followed by K, M, G or T (powers of 1024), at least 1. */
+static int
+parse_bytes(const char *text, uint64_t *ret)
+{
+	static const char suffixes[] = "KMGT";
+	unsigned long long v;
+	const char *unit;
+	char *end;
+
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno || end == text || text[0] == '-' || v == 0)
+		return -1;
+	if (*end) {
+		unit = strchr(suffixes, *end);
+		if (!unit || end[1] || v > (UINT64_MAX >> (10 * (unit - suffixes + 1))))
+			return -1;
+		v <<= 10 * (unit - suffixes + 1);
+	}
+	*ret = v;
+	return 0;
+}
+
 static void
 usage(FILE *f)
 {
@@ -709,6 +735,10 @@ usage(FILE *f)
 	      "  --agent-socket PATH   where the confirmation agent connects\n"
 	      "                        (default /run/clip/confirm.sock)\n"
 	      "  --confirm-timeout-ms N   no answer within N ms is a denial (default 60000)\n"
+	      "  --pending-max-per-source SIZE   bytes of one cage's documents that may wait\n"
+	      "                        for the user (K, M, G, T; default 4G)\n"
+	      "  --pending-max-per-target SIZE   bytes of documents that may wait for the\n"
+	      "                        user in one inbox (default 8G)\n"
 	      "  --ready-fd N          write READY=1 to fd N once serving (NOTIFY_SOCKET too)\n"
 	      "  --rootless            label deliveries with user.clip.label\n"
 	      "  --no-privsep          parse requests in the main process (tests, debugging)\n"
@@ -726,6 +756,8 @@ main(int argc, char **argv)
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "agent-socket", required_argument, NULL, 'a' },
 		{ "confirm-timeout-ms", required_argument, NULL, 't' },
+		{ "pending-max-per-source", required_argument, NULL, 'S' },
+		{ "pending-max-per-target", required_argument, NULL, 'T' },
 		{ "ready-fd", required_argument, NULL, 'r' },
 		{ "rootless", no_argument, NULL, 'R' },
 		{ "no-privsep", no_argument, NULL, 'P' },
@@ -752,6 +784,17 @@ main(int argc, char **argv)
 			break;
 		case 't':
 			arg.timeout_ms = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'S':
+		case 'T':
+			if (parse_bytes(optarg, opt == 'S' ? &arg.pending_max_per_source
+							   : &arg.pending_max_per_target) < 0) {
+				fprintf(stderr,
+					"clipd: --pending-max-per-%s: want a size of 1 "
+					"or more, with K, M, G or T, not '%s'\n",
+					opt == 'S' ? "source" : "target", optarg);
+				return 2;
+			}
 			break;
 		case 'r':
 			arg.ready_fd = atoi(optarg);

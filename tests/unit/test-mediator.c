@@ -787,6 +787,131 @@ Test(mediator, first_version_opts_get_the_default_rates)
 	bare_teardown(&b);
 }
 
+/* --- documents waiting for the user: their budgets --- */
+
+/* Run the mediator until the agent is asked; the question. */
+static struct proto_msg
+prompt_next(struct world *w)
+{
+	struct proto_msg msg = { .type = PROTO_HELLO, .fd = -1 };
+
+	for (int i = 0; i < 1000 && msg.type != PROTO_PROMPT; i++) {
+		struct pollfd p[2] = {
+			{ .fd = clip_mediator_get_fd(w->m), .events = POLLIN },
+			{ .fd = w->agent, .events = POLLIN },
+		};
+
+		pump(w);
+		cr_assert_geq(poll(p, 2, 5000), 1, "no question comes");
+		if ((p[1].revents & POLLIN) && proto_recv(w->agent, &msg, NULL) == 0)
+			cr_assert_eq(msg.type, PROTO_PROMPT);
+	}
+	cr_assert_eq(msg.type, PROTO_PROMPT, "no question comes");
+	return msg;
+}
+
+/* @n bytes from cage @from to @to, named @name: not waited for. */
+static struct clip_transfer *
+send_bytes(struct world *w, int from, const char *to, const char *name, size_t n)
+{
+	char *text = malloc(n + 1);
+	struct clip_transfer *t;
+	int fd;
+
+	cr_assert(text);
+	memset(text, 'x', n);
+	text[n] = '\0';
+	fd = test_file(w->dir, name, text);
+	t = start(w, from, to, fd, name);
+	close(fd);
+	free(text);
+	return t;
+}
+
+static void
+assert_over_budget(struct world *w, struct clip_transfer *t, const char *budget)
+{
+	wait_for(w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_FAILED, "%s",
+		     clip_transfer_get_message(t));
+	assert_errno(clip_transfer_get_error(t), -EDQUOT);
+	cr_assert(strstr(clip_transfer_get_message(t), budget), "%s", clip_transfer_get_message(t));
+	clip_transfer_unref(t);
+}
+
+/*
+ * Budgets of 3000 bytes per source cage and 4800 per target inbox: low's
+ * second document is refused (its own budget), high's second too (the
+ * inbox's), and once the user has answered low's first, its bytes are given
+ * back and low's next document is asked again.
+ */
+Test(mediator, documents_waiting_for_the_user_stay_within_their_budgets)
+{
+	struct clip_mediator_opts o = { .size = sizeof(o),
+					.confirm_timeout_ms = 5000,
+					.pending_max_per_source = 3000,
+					.pending_max_per_target = 4800 };
+	struct clip_transfer *a, *c, *e;
+	struct proto_msg pa, pc, pe;
+	struct proto_msg no = { .type = PROTO_ANSWER, .fd = -1 };
+	struct world w;
+
+	world_setup_opts(&w, "low high ask\nhigh high ask\n", o);
+	a = send_bytes(&w, 0, "high", "a", 2000);
+	pa = prompt_next(&w);
+	cr_assert_eq(pa.prompt.size, 2000);
+	assert_over_budget(
+		&w, send_bytes(&w, 0, "high", "b", 2000),
+		"cage 'low' has 2000 bytes waiting for the user, and 2000 bytes more "
+		"would be over its budget of 3000 bytes (pending bytes per source cage)");
+	c = send_bytes(&w, 1, "high", "c", 2500);
+	pc = prompt_next(&w);
+	cr_assert_eq(pc.prompt.size, 2500, "another cage's document is still asked");
+	assert_over_budget(&w, send_bytes(&w, 1, "high", "d", 400),
+			   "the inbox of cage 'high' has 4500 bytes waiting for the user, and 400 "
+			   "bytes more would be over its budget of 4800 bytes (pending bytes per "
+			   "target inbox)");
+	cr_assert_eq(mediator_find_cage(w.m, "low")->pending_out, 2000);
+	cr_assert_eq(mediator_find_cage(w.m, "high")->pending_in, 4500);
+	no.answer.id = pa.prompt.id;
+	cr_assert_eq(proto_send(w.agent, &no, NULL), 0);
+	wait_for(&w, a);
+	cr_assert_eq(clip_transfer_get_status(a), CLIP_TRANSFER_DENIED_USER);
+	cr_assert_eq(mediator_find_cage(w.m, "low")->pending_out, 0, "given back");
+	cr_assert_eq(mediator_find_cage(w.m, "high")->pending_in, 2500, "given back");
+	e = send_bytes(&w, 0, "high", "e", 2000);
+	pe = prompt_next(&w);
+	cr_assert_eq(pe.prompt.size, 2000, "asked again once the user answered");
+	clip_transfer_unref(a);
+	clip_transfer_unref(c);
+	clip_transfer_unref(e);
+	world_teardown(&w);
+}
+
+/* The struct before the budgets ends with rate_burst and 4 bytes of padding: none is read. */
+Test(mediator, opts_without_the_pending_budgets_get_the_defaults)
+{
+	struct clip_mediator_opts o;
+	struct clip_mediator *m = NULL;
+	struct bare b;
+
+	bare_setup(&b);
+	memset(&o, 0, sizeof(o));
+	o.size = 32;
+	o.max_size = UINT64_C(1) << 20;
+	o.pending_max_per_target = o.pending_max_per_source = 7;
+	assert_errno(clip_mediator_new(&m, b.ctx, b.policy, b.audit, &o, NULL), 0);
+	cr_assert_eq(m->opts.pending_max_per_source, UINT64_C(1) << 20, "max_size");
+	cr_assert_eq(m->opts.pending_max_per_target, UINT64_C(2) << 20, "twice max_size");
+	clip_mediator_unref(m);
+	o.size = sizeof(o);
+	assert_errno(clip_mediator_new(&m, b.ctx, b.policy, b.audit, &o, NULL), 0);
+	cr_assert_eq(m->opts.pending_max_per_source, 7);
+	cr_assert_eq(m->opts.pending_max_per_target, 7);
+	clip_mediator_unref(m);
+	bare_teardown(&b);
+}
+
 Test(mediator, a_newer_cage_whose_new_member_is_zero_is_added)
 {
 	struct clip_level *l = test_level("s0");
