@@ -330,4 +330,116 @@ is "forged question on a file: no line over 79 columns" "$(awk 'length($0) > 79'
 is "forged question on a file: the facts come last" "$(grep -v -e '^  -> ' "$d/agent.log" | tail -4)" "$real_facts"
 stop_all
 
+echo "# disk: a sparse document of 1 GiB, sent up from a real cage"
+# Made in the cage: a 1 GiB hole with a few bytes at its start, middle and end.
+setup disk "@any high ask direction=up
+@any low ask"
+start_clipd --confirm-timeout-ms 20000 && start_agent yes && ok "disk: clipd and a yes-agent" || not_ok "disk: clipd and a yes-agent"
+expect 0 "sparse: the low cage makes a 1 GiB sparse document" -- in_cage low sh -c 'truncate -s 1G /data/sparse && printf head | dd of=/data/sparse conv=notrunc status=none && printf middle | dd of=/data/sparse bs=1 seek=536870913 conv=notrunc status=none && printf tail | dd of=/data/sparse bs=1 seek=1073741820 conv=notrunc status=none && stat -c "%s %b" /data/sparse'
+like "sparse: 1 GiB, almost no block in the cage" "$out" "^1073741824 [0-9]{1,3}$"
+sparse_sum=$(openssl dgst -sha256 -r "$d/data-low/sparse" | cut -d' ' -f1)
+expect 0 "sparse: delivered up" -- send low /data/sparse high
+like "sparse: the reply gives the logical size and the hash of the whole content" "$out" "as 'sparse' \(1073741824 bytes, sha256 $sparse_sum\)"
+blocks=$(stat -c '%b * %B' "$d/in-high/sparse")
+blocks=$(($blocks))
+[ "$blocks" -le $((1024 * 1024)) ] && ok "sparse: the delivered file holds at most 1 MiB of blocks" || not_ok "sparse: the delivered file holds at most 1 MiB of blocks ($blocks bytes of blocks)"
+is "sparse: the delivered file's size" "$(stat -c %s "$d/in-high/sparse")" 1073741824
+is "sparse: the delivered file's content (sha256)" "$(openssl dgst -sha256 -r "$d/in-high/sparse" | cut -d' ' -f1)" "$sparse_sum"
+like "sparse: audited with the logical size and the hash" "$(last_record)" "src=low .*dst=high .*name=sparse size=1073741824 sha256=$sparse_sum decision=allow"
+rm -f "$d/in-high/sparse" "$d/data-low/sparse"
+
+echo "# disk: a document rewritten while it is read, its mtime set back each time"
+# In the low cage, a process rewrites the head and the tail of a 64 MiB
+# document (version k at both ends) and sets its mtime back with utimensat()
+# after each write, every millisecond, while clipctl sends it: size and mtime
+# never change, only the ctime (which no cage can set) does.
+rewrite='import os, subprocess, sys, time
+path = "/data/moving"
+fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(64):
+    os.pwrite(fd, bytes([i]) * (1 << 20), i << 20)
+st = os.fstat(fd)
+pid = os.fork()
+if pid == 0:
+    k = 0
+    while True:
+        k = (k + 1) % 256
+        os.pwrite(fd, bytes([k]) * 4096, 0)
+        os.pwrite(fd, bytes([k]) * 4096, (64 << 20) - 4096)
+        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+        time.sleep(0.001)
+r = subprocess.run(sys.argv[1:] + [path, "--to", "high"], capture_output=True, text=True)
+os.kill(pid, 9)
+os.waitpid(pid, 0)
+st2 = os.fstat(fd)
+print("status", r.returncode, "mtime", "kept" if st2.st_mtime_ns == st.st_mtime_ns else "moved")
+print(r.stdout + r.stderr)'
+expect 0 "rewritten: the low cage rewrites its document while sending it" -- in_cage low "${cc_env[@]}" python3 -c "$rewrite" "$cc" transfer send
+like "rewritten: refused, the mtime set back notwithstanding" "$out" "^status 1 mtime kept"
+like "rewritten: the reason" "$out" "the document (changed while it was read|is being changed)"
+[ ! -e "$d/in-high/moving" ] && ok "rewritten: nothing delivered" || not_ok "rewritten: nothing delivered (a torn copy is in the high inbox)"
+like "rewritten: audited as failed" "$(last_record)" "src=low .*dst=high .*name=moving .*decision=failed"
+stop_all
+rm -f "$d/data-low/moving"
+
+echo "# disk: documents waiting for the user are bounded per source cage and per target"
+# Budgets of 64 MiB per source cage and 100 MiB per target inbox. The agent
+# answers yes to the side cage and never to the others: the high cage's
+# documents (sparse, 30 MiB each) wait in the low inbox.
+agent_py='import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+log = open(sys.argv[3], "a", buffering=1)
+while True:
+    m = s.recv(8193)
+    if not m:
+        break
+    kind = struct.unpack("<H", m[6:8])[0]
+    b = m[12:]
+    if kind == 5:
+        print("hello", file=log)
+    if kind != 3:
+        continue
+    qid, size = struct.unpack("<Q", b[0:8])[0], struct.unpack("<Q", b[14:22])[0]
+    off, f = 54, []
+    for _ in range(6):
+        n = struct.unpack("<H", b[off:off + 2])[0]
+        f.append(b[off + 2:off + 2 + n].decode("utf-8", "replace"))
+        off += 2 + n
+    print("prompt source=%s name=%s size=%d" % (f[0], f[4], size), file=log)
+    if f[0] == sys.argv[2]:
+        s.send(struct.pack("<IHHIQB", 0x46584C43, 1, 4, 9, qid, 1))'
+start_clipd --confirm-timeout-ms 20000 --pending-max-per-source 64M --pending-max-per-target 100M && ok "budget: clipd with budgets" || not_ok "budget: clipd with budgets"
+: >"$d/select.log"
+python3 -c "$agent_py" "$d/run/confirm.sock" side "$d/select.log" &
+pids+=($!)
+waited() { # PATTERN: wait (10 s at most) until the agent's log has it
+	for _ in $(seq 100); do grep -qE -- "$1" "$d/select.log" && return 0; sleep 0.1; done
+	return 1
+}
+waited '^hello' && ok "budget: an agent that says yes to side only" || not_ok "budget: an agent that says yes to side only"
+for f in w1 w2 w3; do truncate -s 30M "$d/data-high/$f"; done
+truncate -s 45M "$d/data-side/big"
+head -c 1000 /dev/urandom >"$d/data-side/small"
+waiting=()
+for f in w1 w2; do
+	send high /data/$f low >"$d/$f.out" 2>&1 &
+	waiting+=($!)
+	waited "prompt source=high name=$f " && ok "budget: high's $f waits for the user" || not_ok "budget: high's $f waits for the user"
+done
+start=$(date +%s)
+expect 1 "budget: high's third document is refused (64 MiB per source)" -- send high /data/w3 low
+like "budget: the reason names the source's budget" "$err" "cage 'high' has 60 MiB waiting for the user, and 31457280 bytes more would be over its budget of 64 MiB \(pending bytes per source cage\).*Disk quota exceeded"
+[ $(($(date +%s) - start)) -lt 10 ] && ok "budget: refused at once, not after the user's timeout" || not_ok "budget: refused at once, not after the user's timeout"
+like "budget: the refusal is audited" "$(last_record)" "src=high .*dst=low .*name=w3 .*decision=deny by=mediator reason=cage%20'high'%20has%2060%20MiB"
+expect 1 "budget: 45 MiB from side would take the low inbox over 100 MiB: refused" -- send side /data/big low
+like "budget: the reason names the target's budget" "$err" "the inbox of cage 'low' has 60 MiB waiting for the user, .* over its budget of 100 MiB \(pending bytes per target inbox\)"
+expect 0 "budget: a small document from side still goes through" -- send side /data/small low
+like "budget: side's small document is delivered" "$out" "delivered to low as 'small' \(1000 bytes"
+is "budget: the low inbox holds side's document only" "$(ls "$d/in-low")" "small"
+stop_all
+for p in "${waiting[@]}"; do wait "$p"; done
+like "budget: high's waiting documents were never delivered" "$(cat "$d/w1.out" "$d/w2.out")" "closed the connection|denied"
+log_verifies "disk: the log verifies"
+
 tap_plan_end
