@@ -264,6 +264,45 @@ attach(int tree, const char *target, uint64_t attr)
 	return move_mount(tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH);
 }
 
+/*
+ * A read-only overlay of the tree attached at @path, mounted over it, so
+ * that the cage's files there are inodes of its own: a lock (flock(),
+ * POSIX or OFD), a lease or an inotify watch taken on them is on the
+ * overlay's inode, which no other cage holds, and no longer a way to
+ * signal between cages through the host's shared inodes
+ * (doc/covert-channels.md). The tree was attached read-only: the overlay
+ * reads through a clone of it, which then updates no access time another
+ * cage could read. Not the detached tree itself: in root mode the launcher
+ * cloned it, and the kernel lets a user namespace's overlay take only
+ * mounts of its own namespaces. Overlayfs wants two lower layers without
+ * an upper one; the second is @empty, an empty directory. The layers go by
+ * fd ("lowerdir+", Linux 6.13): no path is resolved again.
+ */
+static int
+private_tree(const char *path, int empty)
+{
+	int fs, lower, mnt = -1, r = -1;
+
+	lower = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lower < 0)
+		return -1;
+	fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs >= 0 && fsconfig(fs, FSCONFIG_SET_FD, "lowerdir+", NULL, lower) == 0 &&
+	    fsconfig(fs, FSCONFIG_SET_FD, "lowerdir+", NULL, empty) == 0 &&
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+		mnt = fsmount(fs, FSMOUNT_CLOEXEC,
+			      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mnt >= 0)
+		r = move_mount(mnt, "", lower, "",
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+	if (fs >= 0)
+		close(fs);
+	if (mnt >= 0)
+		close(mnt);
+	close(lower);
+	return r;
+}
+
 static int
 mount_tmpfs(const char *target, unsigned long flags, const char *options)
 {
@@ -437,7 +476,8 @@ mount_dev(bool own)
 }
 
 static void
-mounts_setup(const struct clip_cage_profile *p, const struct cage_sources *given, int fail_fd)
+mounts_setup(const struct clip_cage_profile *p, const struct cage_sources *given,
+	     bool private_inodes, int fail_fd)
 {
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
@@ -460,16 +500,35 @@ mounts_setup(const struct clip_cage_profile *p, const struct cage_sources *given
 		CHECK(STEP_MOUNT_ROOT,
 		      move_mount(s.root, "", AT_FDCWD, STAGING, MOVE_MOUNT_F_EMPTY_PATH));
 	} else {
+		int empty = -1;
+
 		CHECK(STEP_MOUNT_ROOT, mount("tmpfs", STAGING, "tmpfs", MS_NOSUID | MS_NODEV,
 					     "mode=0755,size=64k,nr_inodes=256"));
+		/* Empty for ever: /run's tmpfs covers it, and the root ends read-only. */
+		CHECK(STEP_MOUNT_ROOT, mkdir_p((char[]){ STAGING "/run" }, 0755));
+		if (private_inodes)
+			CHECK(STEP_MOUNT_ROOT,
+			      empty = open(STAGING "/run", O_PATH | O_DIRECTORY | O_CLOEXEC));
 		for (size_t i = 0; i < ELEMENTSOF(host_dirs); i++) {
 			snprintf(path, sizeof(path), STAGING "%s", host_dirs[i]);
-			if (s.host_link[i][0])
+			if (s.host_link[i][0]) {
 				CHECK(STEP_MOUNT_ROOT, symlink(s.host_link[i], path));
-			else if (s.host[i] >= 0)
-				CHECK(STEP_MOUNT_ROOT, attach(s.host[i], host_dirs[i], ro));
+				continue;
+			}
+			if (s.host[i] < 0)
+				continue;
+			CHECK(STEP_MOUNT_ROOT, attach(s.host[i], host_dirs[i], ro));
+			/*
+			 * A kernel without overlayfs or its layers by fd (before
+			 * 6.13) answers ENODEV or EINVAL: the host's tree stays as
+			 * it is, and so does the channel (doc/covert-channels.md).
+			 */
+			if (empty >= 0 && private_tree(path, empty) < 0 && errno != ENODEV &&
+			    errno != EINVAL)
+				cage_child_fail(fail_fd, STEP_MOUNT_ROOT, errno);
 		}
-		CHECK(STEP_MOUNT_ROOT, mkdir_p((char[]){ STAGING "/run" }, 0755));
+		if (empty >= 0)
+			close(empty);
 	}
 
 	/* In a user namespace, proc mounts only while a full /proc is visible. */
@@ -991,7 +1050,7 @@ cage_init_main(const struct cage_init_args *a)
 	CHECK(STEP_HOSTNAME, sethostname(p->name, strlen(p->name)));
 	if (a->netns)
 		CHECK(STEP_NETWORK, network_setup(p));
-	mounts_setup(p, a->sources, fail_fd);
+	mounts_setup(p, a->sources, a->private_inodes, fail_fd);
 	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
 	cgroups_join(sock, fail_fd, back);
 	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));

@@ -275,6 +275,11 @@ struct cage_init_args {
 	const struct cage_sources *sources; /* opened by the launcher, or NULL */
 	bool veth;
 	bool netns; /* false only in a test-hooks build, see cage.c */
+	/*
+	 * The host's directories as overlays of their own (cage-child.c,
+	 * private_tree()); false only in a test-hooks build.
+	 */
+	bool private_inodes;
 	bool die_with_parent; /* an unregistered cage ends with its launcher */
 	int landlock_abi;
 	/*
