@@ -27,8 +27,24 @@
  *   pagecache  the sender reads FILE's first page for a 1 and drops it
  *              (POSIX_FADV_DONTNEED) for a 0; the receiver asks whether
  *              the page is cached (preadv2(RWF_NOWAIT): EAGAIN if not)
+ *   pagetime   the same sender; the receiver times a read of the page
+ *              (it loads it: the sender drops it again at each 0)
  *   atime      the sender reads FILE for a 1; the receiver watches its
  *              access time (statx)
+ *
+ * And three through what the kernel counts for the whole machine, whose
+ * receiver reads a number per slot and takes those under the median as
+ * ones (the sender sends as many ones as zeros, as a balanced code would):
+ *
+ *   meminfo    the sender holds 64 MiB for a 1; the receiver reads
+ *              MemAvailable in /proc/meminfo (FILE unused)
+ *   cpu        the sender keeps every CPU busy for a 1; the receiver,
+ *              busy too, counts how often it reads the clock in the
+ *              middle half of the slot
+ *   statfs     FILE is "SENDER,RECEIVER": the sender writes 1 MiB to
+ *              SENDER (its data directory) for a 1 and removes them for
+ *              a 0; the receiver reads the free blocks of RECEIVER's file
+ *              system (statfs()), the same one seen through its overlay
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -43,7 +59,10 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -128,6 +147,41 @@ cached(int fd)
 	return preadv2(fd, &v, 1, 0, RWF_NOWAIT) == 1;
 }
 
+static uint64_t
+read_time(int fd)
+{
+	uint64_t t = now_ns();
+
+	touch_page(fd);
+	return now_ns() - t;
+}
+
+static int
+compare_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Between a cached and a dropped page's read times (medians of 7). */
+static uint64_t
+read_threshold(int fd)
+{
+	uint64_t cold[7], warm[7];
+
+	for (int i = 0; i < 7; i++) {
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+		cold[i] = read_time(fd);
+		warm[i] = read_time(fd);
+	}
+	qsort(cold, 7, sizeof(cold[0]), compare_u64);
+	qsort(warm, 7, sizeof(warm[0]), compare_u64);
+	fprintf(stderr, "covert: a read takes %llu ns cold, %llu ns warm\n",
+		(unsigned long long)cold[3], (unsigned long long)warm[3]);
+	return (cold[3] + warm[3]) / 2;
+}
+
 static int64_t
 atime_ns(const char *file)
 {
@@ -155,9 +209,11 @@ send_bits(const char *ch, const char *file, uint64_t start, uint64_t slot, const
 		bool one = bits[i] == '1';
 
 		sleep_until(start + i * slot);
+		if (now_ns() >= start + (i + 1) * slot) /* late: the next bit, on time */
+			continue;
 		if (is_lock(ch))
 			lock(ch, fd, one);
-		else if (strcmp(ch, "pagecache") == 0) {
+		else if (strcmp(ch, "pagecache") == 0 || strcmp(ch, "pagetime") == 0) {
 			if (one)
 				touch_page(fd);
 			else
@@ -193,6 +249,7 @@ recv_bits(const char *ch, const char *file, uint64_t start, uint64_t slot, size_
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC), in = -1;
 	int64_t last = 0;
+	uint64_t threshold = 0;
 
 	if (fd < 0)
 		die("open", file);
@@ -202,6 +259,8 @@ recv_bits(const char *ch, const char *file, uint64_t start, uint64_t slot, size_
 			die("inotify_add_watch", file);
 	} else if (strcmp(ch, "atime") == 0)
 		last = atime_ns(file);
+	else if (strcmp(ch, "pagetime") == 0)
+		threshold = read_threshold(fd);
 	else if (!is_lock(ch) && strcmp(ch, "pagecache") != 0) {
 		fprintf(stderr, "covert: no channel %s\n", ch);
 		return 2;
@@ -221,6 +280,8 @@ recv_bits(const char *ch, const char *file, uint64_t start, uint64_t slot, size_
 			one = events(in);
 		else if (strcmp(ch, "pagecache") == 0)
 			one = cached(fd);
+		else if (threshold)
+			one = read_time(fd) < threshold;
 		else {
 			int64_t t = atime_ns(file);
 
@@ -230,6 +291,147 @@ recv_bits(const char *ch, const char *file, uint64_t start, uint64_t slot, size_
 		putchar(one ? '1' : '0');
 	}
 	putchar('\n');
+	return 0;
+}
+
+#define MEM_BYTES (64u << 20)
+#define FILL_BYTES (1u << 20)
+
+static bool
+is_level(const char *ch)
+{
+	return strcmp(ch, "meminfo") == 0 || strcmp(ch, "cpu") == 0 || strcmp(ch, "statfs") == 0;
+}
+
+static void
+fill(const char *file, bool one)
+{
+	static char block[1 << 16];
+	int fd;
+
+	if (!one) {
+		(void)unlink(file);
+		return;
+	}
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		die("open", file);
+	for (size_t n = 0; n < FILL_BYTES; n += sizeof(block))
+		if (write(fd, block, sizeof(block)) != (ssize_t)sizeof(block))
+			die("write", file);
+	close(fd);
+}
+
+static int
+send_level(const char *ch, const char *file, uint64_t start, uint64_t slot, const char *bits)
+{
+	long cpus = strcmp(ch, "cpu") == 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+	char path[4096];
+	void *mem = NULL;
+	int k = 0;
+
+	snprintf(path, sizeof(path), "%.*s", (int)strcspn(file, ","), file);
+	/* One busy process per CPU, each on the same schedule. */
+	for (; k < cpus - 1; k++)
+		if (fork() == 0)
+			break;
+	for (size_t i = 0; bits[i]; i++) {
+		bool one = bits[i] == '1';
+
+		sleep_until(start + i * slot);
+		if (now_ns() >= start + (i + 1) * slot)
+			continue;
+		if (strcmp(ch, "cpu") == 0) {
+			while (one && now_ns() < start + (i + 1) * slot)
+				;
+		} else if (strcmp(ch, "statfs") == 0)
+			fill(path, one);
+		else if (one && !mem) {
+			mem = mmap(NULL, MEM_BYTES, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+			if (mem == MAP_FAILED)
+				die("mmap", "64 MiB");
+		} else if (!one && mem) {
+			munmap(mem, MEM_BYTES);
+			mem = NULL;
+		}
+	}
+	sleep_until(start + strlen(bits) * slot);
+	if (strcmp(ch, "statfs") == 0)
+		(void)unlink(path);
+	if (k < cpus - 1)
+		_exit(0);
+	while (wait(NULL) > 0)
+		;
+	return 0;
+}
+
+static int64_t
+mem_available(void)
+{
+	char line[256];
+	long long kb = -1;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		die("open", "/proc/meminfo");
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static int
+compare_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int
+recv_level(const char *ch, const char *file, uint64_t start, uint64_t slot, size_t n)
+{
+	const char *comma = strchr(file, ',');
+	int64_t *v = calloc(n, sizeof(*v)), *sorted = calloc(n, sizeof(*v)), median;
+
+	if (!v || !sorted)
+		die("calloc", ch);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t mid = start + i * slot + slot / 2;
+		struct statfs sf;
+
+		if (strcmp(ch, "cpu") == 0) {
+			/*
+			 * Busy from the first slot to the last, never asleep:
+			 * a task that wakes up is owed the CPU and would not
+			 * see the sender for a while.
+			 */
+			if (i == 0)
+				sleep_until(start);
+			while (now_ns() < mid - slot / 4)
+				;
+			while (now_ns() < mid + slot / 4)
+				v[i]++;
+		} else if (strcmp(ch, "statfs") == 0) {
+			sleep_until(mid + slot / 4);
+			if (statfs(comma ? comma + 1 : file, &sf) < 0)
+				die("statfs", file);
+			v[i] = (int64_t)sf.f_bfree;
+		} else {
+			sleep_until(mid);
+			v[i] = mem_available();
+		}
+	}
+	memcpy(sorted, v, n * sizeof(*v));
+	qsort(sorted, n, sizeof(*v), compare_i64);
+	median = sorted[n / 2];
+	for (size_t i = 0; i < n; i++)
+		putchar(v[i] < median ? '1' : '0');
+	putchar('\n');
+	free(v);
+	free(sorted);
 	return 0;
 }
 
@@ -251,6 +453,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "covert: a slot of 0 µs\n");
 		return 2;
 	}
+	if (is_level(argv[2]))
+		return strcmp(argv[1], "send") == 0
+			       ? send_level(argv[2], argv[3], start, slot, argv[6])
+			       : recv_level(argv[2], argv[3], start, slot,
+					    strtoul(argv[6], NULL, 10));
 	if (strcmp(argv[1], "send") == 0)
 		return send_bits(argv[2], argv[3], start, slot, argv[6]);
 	return recv_bits(argv[2], argv[3], start, slot, strtoul(argv[6], NULL, 10));

@@ -12,8 +12,9 @@
 #       controls: the same bits pass between two processes of one cage.
 #   run-covert.sh CLIPCTL COVERT root|rootless --measure
 #       each channel's bandwidth, for doc/covert-channels.md: 64 bits at
-#       slots from 50 ms down to 0.1 ms; the bits that pass, the errors,
-#       and the mutual information of what is sent and read, in bit/s.
+#       slots from 50 ms down to 0.1 ms (64 to 256 bits each); the
+#       errors, and the mutual information of what is sent and read, in
+#       bit/s; then each channel's best rate.
 #
 # Run as root (cages with their own uid ranges) or rootless (as uid
 # 65534, through setpriv).
@@ -119,23 +120,40 @@ hamming() {
 	echo $n
 }
 
+# balanced N SEED: N bits, as many ones as zeros, in a random order.
+balanced() {
+	awk -v n="$1" -v seed="$2" 'BEGIN { srand(seed)
+		for (i = 0; i < n; i++) b[i] = i < n / 2
+		for (i = n - 1; i > 0; i--) { j = int(rand() * (i + 1)); t = b[i]; b[i] = b[j]; b[j] = t }
+		for (i = 0; i < n; i++) printf "%d", b[i]; print "" }'
+}
+
 if [ "$measure" = --measure ]; then
-	# 32 ones and 32 zeros in a fixed random order: a receiver that reads
-	# a constant gets exactly half right, and no information.
-	bits=1011001110001011011010011100101001011100011010110100110110010100
+	# A receiver that reads a constant gets exactly half the bits right and
+	# no information. The rate is the mutual information of the bits sent
+	# and read per slot (less its bias for that many bits, 1/(2 n ln 2);
+	# none when the errors are within 3 sigmas of chance), divided by the
+	# slot: what an error-correcting code could carry.
+	mkdir -m 0700 "$tmp/data-h"
+	if [ "$mode" = root ]; then chown "$h_base:$h_base" "$tmp/data-h"; else chown "$owner" "$tmp/data-h"; fi
+	sed -i "/^\[Cage\]/a DataDirectory=$tmp/data-h" "$tmp/h.cage"
 	chans=(flock /etc/hostname ofd /etc/hostname posix /etc/hostname
-		inotify /etc/hostname atime /etc/hostname)
-	[ -n "$cold" ] && chans+=(pagecache "$cold")
-	echo "# $mode, $(uname -r), CLIP_TEST_DISABLE=${CLIP_TEST_DISABLE:-}"
-	printf '%-10s %9s %7s %10s\n' channel slot errors bit/s
-	best=()
+		inotify /etc/hostname atime /etc/hostname
+		meminfo /etc/hostname cpu /etc/hostname)
+	[ -n "$cold" ] && chans+=(pagecache "$cold" pagetime "$cold")
+	chans+=(statfs "/data/covert-fill,/etc/hostname")
+	echo "# $mode, Linux $(uname -r), $(nproc) CPUs, CLIP_TEST_DISABLE=${CLIP_TEST_DISABLE:-}"
+	printf '%-10s %9s %9s %10s\n' channel slot errors bit/s | tee "$tmp/rates"
 	for slot in 50000 10000 2000 500 100; do
-		schedule "$slot" "$bits" "${chans[@]}"
+		n=$((3200000 / slot))
+		[ $n -gt 256 ] && n=256
+		schedule "$slot" "$(balanced $n "$slot")" "${chans[@]}"
 		pair
 		while read -r ch sl sent got; do
-			printf '%-10s %7sµs %4s/%s %10s\n' "$ch" "$sl" "$(hamming "$sent" "$got")" \
+			printf '%-10s %7sµs %4s/%-4s %10s\n' "$ch" "$sl" "$(hamming "$sent" "$got")" \
 				${#sent} "$(awk -v s="$sent" -v g="$got" -v us="$sl" '
 				BEGIN { n = length(s)
+					if (length(g) != n) { print "-"; exit }
 					for (i = 1; i <= n; i++) c[substr(s, i, 1) substr(g, i, 1)]++
 					mi = 0
 					for (x = 0; x < 2; x++) for (y = 0; y < 2; y++) {
@@ -144,9 +162,16 @@ if [ "$measure" = --measure ]; then
 						py = (c["0" y] + c["1" y]) / n
 						if (pxy > 0) mi += pxy * log(pxy / (px * py)) / log(2)
 					}
-					printf "%.1f", mi * 1e6 / us }')"
-		done <"$tmp/recv.out"
+					mi -= 1 / (2 * n * log(2))
+					# Within 3 sigmas of chance (n/2 errors): none.
+					e = c["01"] + c["10"]
+					if ((e - n / 2) ^ 2 < 9 * n / 4) mi = 0
+					printf "%.1f", (mi > 0 ? mi * 1e6 / us : 0) }')"
+		done <"$tmp/recv.out" | tee -a "$tmp/rates"
 	done
+	echo "# the best rate of each channel:"
+	awk 'NR > 1 && $4 != "-" { if (!($1 in best) || $4 + 0 > best[$1] + 0) { best[$1] = $4; at[$1] = $2 } ; if (!($1 in order)) order[$1] = NR }
+		END { for (c in best) printf "# %-10s %10s bit/s at a slot of %s\n", c, best[c], at[c] }' "$tmp/rates" | sort -t'#' -k2
 	exit 0
 fi
 
