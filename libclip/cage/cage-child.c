@@ -273,8 +273,8 @@ attach(int tree, const char *target, uint64_t attr)
  * (doc/covert-channels.md). The tree was attached read-only: the overlay
  * reads through a clone of it, which then updates no access time another
  * cage could read. Not the detached tree itself: in root mode the launcher
- * cloned it, and the kernel lets a user namespace's overlay take only
- * mounts of its own namespaces. Overlayfs wants two lower layers without
+ * cloned it, in the host's namespaces, and the kernel refuses (EPERM) it
+ * as a layer of the cage's overlay. Overlayfs wants two lower layers without
  * an upper one; the second is @empty, an empty directory. The layers go by
  * fd ("lowerdir+", Linux 6.13): no path is resolved again.
  */
