@@ -790,6 +790,45 @@ fds_arrange(const int *fds, unsigned n, int *err_fd)
 }
 
 /*
+ * vm.memfd_noexec is per pid namespace, read and written for the caller's
+ * own; a child namespace never has less than its parent's. Only the
+ * host's root (euid 0 in the initial user namespace, what a root-mode
+ * init still is before ids_set()) may write it, with CAP_SYS_ADMIN over
+ * the namespace.
+ */
+#define MEMFD_NOEXEC "/proc/sys/vm/memfd_noexec"
+
+static int
+memfd_noexec_get(void)
+{
+	char c = 0;
+	int fd = open(MEMFD_NOEXEC, O_RDONLY | O_CLOEXEC), n;
+
+	if (fd < 0)
+		return -1;
+	n = (int)read(fd, &c, 1);
+	close(fd);
+	return n == 1 && c >= '0' && c <= '9' ? c - '0' : -1;
+}
+
+/*
+ * 2: memfd_create() with MFD_EXEC fails (EACCES), and every other memfd is
+ * made with MFD_NOEXEC_SEAL, so no memfd of the cage ever executes. Where
+ * it cannot be set (rootless), cage_exec_main() loads a seccomp filter
+ * that asks for MFD_NOEXEC_SEAL instead.
+ */
+static void
+memfd_noexec_set(void)
+{
+	int fd = open(MEMFD_NOEXEC, O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	(void)!write(fd, "2", 1);
+	close(fd);
+}
+
+/*
  * First the securebits, locked: with NO_SETUID_FIXUP a change of uid
  * keeps the capabilities, which restrict_process() then sets exactly,
  * whether the process comes from init (uid 0 of the cage) or from a
@@ -846,6 +885,13 @@ cage_exec_main(const struct cage_exec_args *a)
 		CHECK(STEP_LANDLOCK, landlock_restrict(a->landlock_ruleset));
 	else if (a->landlock_abi > 0 && !test_hook_list_has(test, "landlock"))
 		CHECK(STEP_LANDLOCK, landlock_apply(a->profile, a->landlock_abi));
+	/*
+	 * W^X: no memfd of the cage ever executes (memfd_noexec_set()); the
+	 * filter where the pid namespace says otherwise. Read before the
+	 * profile's additions, which may deny open() or prctl().
+	 */
+	if (a->profile->wx && !test_hook_list_has(test, "memfd-noexec") && memfd_noexec_get() < 2)
+		CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_memfd()));
 	if (!test_hook_list_has(test, "seccomp")) {
 		if (!a->seccomp_inherited)
 			CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
@@ -1046,6 +1092,9 @@ cage_init_main(const struct cage_init_args *a)
 	if (a->steer)
 		CHECK(STEP_SYNC, sched_setaffinity(0, sizeof(a->cpus), &a->cpus));
 	(void)prctl(PR_SET_NAME, "clip-cage-init", 0, 0, 0);
+	/* Still the launcher's euid: root's, in root mode (memfd_noexec_set()). */
+	if (p->wx && !test_hook_list_has(a->test_disable, "memfd-noexec"))
+		memfd_noexec_set();
 	CHECK(STEP_IDS, ids_set(0, 0, a->rootless));
 	CHECK(STEP_HOSTNAME, sethostname(p->name, strlen(p->name)));
 	if (a->netns)

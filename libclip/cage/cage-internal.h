@@ -112,6 +112,13 @@ int cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr
 /* The default filter, once cage_seccomp_compile() succeeded; lock-free, for the cage's processes. */
 struct sock_fprog cage_seccomp_default(void);
 
+/*
+ * The filter a W^X cage's processes load where vm.memfd_noexec is below 2
+ * in its pid namespace (rootless): memfd_create() only with
+ * MFD_NOEXEC_SEAL. Compiled with the default one.
+ */
+struct sock_fprog cage_seccomp_memfd(void);
+
 /* Whether a syscall name/number is in the default deny-list (for tests). */
 bool cage_seccomp_is_default_denied(int nr);
 
@@ -296,6 +303,7 @@ struct cage_init_args {
 	 */
 	bool steer;
 	cpu_set_t cpus;
+	const char *test_disable; /* test_hook_list() of the launcher */
 };
 
 _Noreturn void cage_init_main(const struct cage_init_args *a);

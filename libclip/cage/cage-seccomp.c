@@ -31,6 +31,10 @@
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080
 #endif
+/* Linux 6.3; newer than the headers of Debian 12. */
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008u
+#endif
 
 /* The BPF of a filter has at most BPF_MAXINSNS instructions of 8 bytes. */
 #define BPF_BYTES_MAX (4096 * sizeof(struct sock_filter))
@@ -151,6 +155,22 @@ default_build(scmp_filter_ctx f)
 				SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffu, TIOCLINUX));
 }
 
+/*
+ * W^X where vm.memfd_noexec cannot be 2 (a rootless cage: only the host's
+ * root may write it): no memfd that could ever be executed. A memfd made
+ * without MFD_NOEXEC_SEAL is executable (mode 0777) under the kernel's
+ * default, and Landlock lets an internal mount's file execute; with the
+ * seal it has no x bit, and F_SEAL_EXEC keeps it so. EACCES, the answer
+ * of a kernel with vm.memfd_noexec=2 to MFD_EXEC.
+ */
+static int
+memfd_build(scmp_filter_ctx f, const struct clip_cage_profile *p)
+{
+	(void)p;
+	return seccomp_rule_add(f, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(memfd_create), 1,
+				SCMP_A1(SCMP_CMP_MASKED_EQ, MFD_NOEXEC_SEAL, 0));
+}
+
 static int
 additions_build(scmp_filter_ctx f, const struct clip_cage_profile *p)
 {
@@ -235,8 +255,8 @@ default_build_for(scmp_filter_ctx f, const struct clip_cage_profile *p)
  * hold any lock, read it without one.
  */
 static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct sock_filter *default_bpf;
-static size_t default_len;
+static struct sock_filter *default_bpf, *memfd_bpf;
+static size_t default_len, memfd_len;
 
 int
 cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr)
@@ -245,11 +265,16 @@ cage_seccomp_compile(struct clip_cage_profile *p, struct clip_error **reterr)
 
 	pthread_mutex_lock(&default_lock);
 	if (!default_bpf) {
-		struct sock_filter *bpf = NULL;
+		struct sock_filter *bpf = NULL, *memfd = NULL;
 
 		r = compile(default_build_for, NULL, &bpf, &default_len);
 		if (r >= 0)
+			r = compile(memfd_build, NULL, &memfd, &memfd_len);
+		if (r >= 0) {
+			__atomic_store_n(&memfd_bpf, memfd, __ATOMIC_RELEASE);
 			__atomic_store_n(&default_bpf, bpf, __ATOMIC_RELEASE);
+		} else
+			free(bpf);
 	}
 	pthread_mutex_unlock(&default_lock);
 	if (r >= 0 && !p->bpf && p->n_syscalls > 0)
@@ -265,4 +290,12 @@ cage_seccomp_default(void)
 	struct sock_filter *bpf = __atomic_load_n(&default_bpf, __ATOMIC_ACQUIRE);
 
 	return (struct sock_fprog){ .len = bpf ? (unsigned short)default_len : 0, .filter = bpf };
+}
+
+struct sock_fprog
+cage_seccomp_memfd(void)
+{
+	struct sock_filter *bpf = __atomic_load_n(&memfd_bpf, __ATOMIC_ACQUIRE);
+
+	return (struct sock_fprog){ .len = bpf ? (unsigned short)memfd_len : 0, .filter = bpf };
 }

@@ -337,6 +337,7 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 		.landlock_abi = c->landlock_abi,
 		.first = first,
 		.end_with_first = first && (flags & CLIP_CAGE_START_END_WITH_FIRST),
+		.test_disable = test_hook_list(),
 	};
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD | CAGE_NS_FLAGS,

@@ -10,7 +10,9 @@
  *                           print "ready", serve until killed
  *   escape [--launcher-pid N] [--other-pid N] [--other-data DIR]
  *          [--leaked-fd N] [--wx] [--limits] [--root]
- *                           the attempts, TAP on stdout
+ *                           the attempts, TAP on stdout; --root: the cage
+ *                           runs in root mode (the launcher set what only
+ *                           the host's root may, vm.memfd_noexec)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -48,6 +50,10 @@
 
 #ifndef AT_EXECVE_CHECK
 #define AT_EXECVE_CHECK 0x10000
+#endif
+#ifndef MFD_EXEC
+#define MFD_NOEXEC_SEAL 0x0008u
+#define MFD_EXEC 0x0010u
 #endif
 
 static int n_tests, n_failed;
@@ -511,6 +517,210 @@ attempts_wx(void)
 		"exec only from the read-only root: not from /tmp");
 }
 
+/* /usr/bin/true into @fd (mapped, for a file that has no write()): 0 or -1. */
+static int
+copy_true(int fd, bool mapped)
+{
+	char buf[65536];
+	off_t off = 0;
+	struct stat st;
+	char *map = NULL;
+	ssize_t n;
+	int in = open("/usr/bin/true", O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (in < 0 || fstat(in, &st) < 0)
+		r = -1;
+	if (r == 0 && mapped) {
+		r = ftruncate(fd, st.st_size);
+		map = r < 0 ? MAP_FAILED
+			    : mmap(NULL, (size_t)st.st_size, PROT_WRITE, MAP_SHARED, fd, 0);
+		r = map == MAP_FAILED ? -1 : 0;
+	}
+	while (r == 0 && (n = read(in, buf, sizeof(buf))) > 0) {
+		if (map)
+			memcpy(map + off, buf, (size_t)n);
+		else if (write(fd, buf, (size_t)n) != n)
+			r = -1;
+		off += n;
+	}
+	if (map && map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	if (in >= 0)
+		close(in);
+	/* What an attacker would do; a sealed or noexec file refuses it, and that is fine. */
+	(void)fchmod(fd, 0755);
+	return r;
+}
+
+/*
+ * execveat(@dirfd, @path, @flags) in a child, so that a success does not
+ * replace this program: 0 when it executed (/usr/bin/true exits 0) or, with
+ * AT_EXECVE_CHECK, when the check passed; else -1 with its errno. No @path:
+ * the file could not even be made, -1 (EBADF).
+ */
+static long
+exec_attempt(int dirfd, const char *path, int flags)
+{
+	int status = 0;
+	pid_t pid;
+
+	if (!path) {
+		errno = EBADF;
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		long r = syscall(SYS_execveat, dirfd, path, (char *[]){ "true", NULL },
+				 (char *[]){ NULL }, flags);
+
+		_exit(r == 0 ? 0 : errno ? errno : 255);
+	}
+	waitpid(pid, &status, 0);
+	errno = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+	return errno ? -1 : 0;
+}
+
+/* The most executable memfd the cage can make, holding a copy of /usr/bin/true; or -1. */
+static int
+memfd_payload(void)
+{
+	const unsigned flags[] = { MFD_EXEC, 0, MFD_NOEXEC_SEAL };
+	int fd = -1, e = 0;
+
+	for (size_t i = 0; fd < 0 && i < sizeof(flags) / sizeof(flags[0]); i++) {
+		fd = (int)syscall(SYS_memfd_create, "escape", flags[i]);
+		if (fd < 0 && !e)
+			e = errno;
+	}
+	if (fd >= 0 && copy_true(fd, false) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	errno = fd < 0 ? e : 0;
+	return fd;
+}
+
+/* Whether every writable mount of the cage is noexec; the first that is not in @bad. */
+static bool
+writable_mounts_noexec(char *bad, size_t size)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	bool ok = f != NULL;
+
+	snprintf(bad, size, "%s", f ? "" : "cannot read /proc/self/mountinfo");
+	while (ok && fgets(line, sizeof(line), f)) {
+		char point[4096], path[4096];
+		struct statvfs sv;
+		struct stat st;
+		size_t k = 0;
+
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1)
+			continue;
+		/* Octal escapes (\040) as the kernel writes them. */
+		for (char *p = point; *p && k < sizeof(path) - 1; p++) {
+			unsigned c;
+
+			if (p[0] == '\\' && sscanf(p + 1, "%3o", &c) == 1) {
+				path[k++] = (char)c;
+				p += 3;
+			} else
+				path[k++] = *p;
+		}
+		path[k] = '\0';
+		/* Files (the /dev nodes) hold no new files; a directory would. */
+		if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode) || statvfs(path, &sv) < 0)
+			continue;
+		if (!(sv.f_flag & ST_RDONLY) && !(sv.f_flag & ST_NOEXEC)) {
+			snprintf(bad, size, "%s is writable and not noexec", path);
+			ok = false;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/*
+ * Files with no path on a noexec mount: memfds, memfd_secret, O_TMPFILE,
+ * POSIX shared memory. The cage writes a copy of /usr/bin/true into each
+ * and tries every way to run it (finding 4 of issue 14).
+ */
+static void
+attempts_wx_memory(bool root)
+{
+	const char *const dirs[] = { "/tmp", "/dev/shm", "/run", "/data" };
+	char path[64], bad[4200], name[128];
+	long r;
+	int fd;
+
+	REFUSED(syscall(SYS_memfd_create, "escape", MFD_EXEC), EACCES,
+		"W^X memfd: memfd_create with MFD_EXEC is refused");
+	fd = memfd_payload();
+	REFUSED(exec_attempt(fd, fd < 0 ? NULL : "", AT_EMPTY_PATH), 0,
+		"W^X memfd: a memfd the cage wrote does not execute (execveat AT_EMPTY_PATH)");
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	REFUSED(exec_attempt(fd < 0 ? -1 : AT_FDCWD, fd < 0 ? NULL : path, 0), 0,
+		"W^X memfd: a memfd the cage wrote does not execute (/proc/self/fd)");
+	REFUSED(exec_attempt(fd, fd < 0 ? NULL : "", AT_EMPTY_PATH | AT_EXECVE_CHECK), 0,
+		"W^X memfd: AT_EXECVE_CHECK refuses a memfd the cage wrote");
+	if (fd >= 0)
+		close(fd);
+	REFUSED(open("/proc/sys/vm/memfd_noexec", O_WRONLY | O_CLOEXEC), 0,
+		"W^X memfd: vm.memfd_noexec cannot be lowered from inside");
+	if (root) {
+		char c = 0;
+
+		fd = open("/proc/sys/vm/memfd_noexec", O_RDONLY | O_CLOEXEC);
+		check(fd >= 0 && read(fd, &c, 1) == 1 && c == '2',
+		      "W^X memfd: vm.memfd_noexec is 2 in the cage's pid namespace", NULL);
+		if (fd >= 0)
+			close(fd);
+	}
+
+	fd = (int)syscall(SYS_memfd_secret, 0);
+	if (fd >= 0 && copy_true(fd, true) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	REFUSED(exec_attempt(fd, fd < 0 ? NULL : "", AT_EMPTY_PATH), 0,
+		"W^X memfd_secret: a secret memory file does not execute");
+	if (fd >= 0)
+		close(fd);
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		fd = open(dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0755);
+		if (fd >= 0 && copy_true(fd, false) < 0) {
+			close(fd);
+			fd = -1;
+		}
+		snprintf(name, sizeof(name),
+			 "W^X O_TMPFILE: an unnamed file in %s does not execute", dirs[i]);
+		REFUSED(exec_attempt(fd, fd < 0 ? NULL : "", AT_EMPTY_PATH), 0, name);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		snprintf(name, sizeof(name),
+			 "W^X O_TMPFILE: an unnamed file in %s does not execute (/proc/self/fd)",
+			 dirs[i]);
+		REFUSED(exec_attempt(fd < 0 ? -1 : AT_FDCWD, fd < 0 ? NULL : path, 0), 0, name);
+		if (fd >= 0)
+			close(fd);
+	}
+
+	fd = shm_open("/clip-escape", O_RDWR | O_CREAT | O_CLOEXEC, 0755);
+	if (fd >= 0 && copy_true(fd, false) < 0) {
+		close(fd);
+		fd = -1;
+	}
+	r = exec_attempt(fd < 0 ? -1 : AT_FDCWD, fd < 0 ? NULL : "/dev/shm/clip-escape", 0);
+	REFUSED(r, 0, "W^X shm_open: a POSIX shared memory file does not execute");
+	if (fd >= 0) {
+		close(fd);
+		shm_unlink("/clip-escape");
+	}
+	r = writable_mounts_noexec(bad, sizeof(bad));
+	check(r, "W^X: every writable mount is noexec", r ? NULL : bad);
+}
+
 static void
 attempts_limits(void)
 {
@@ -565,12 +775,13 @@ main(int argc, char **argv)
 		{ "other-addr", required_argument, NULL, 'a' },
 		{ "wx", no_argument, NULL, 'w' },
 		{ "limits", no_argument, NULL, 'L' },
+		{ "root", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	const char *other_data = NULL, *other_addr = NULL;
 	pid_t launcher = 0, other = 0;
 	int leaked = -1, opt;
-	bool wx = false, limits = false;
+	bool wx = false, limits = false, root = false;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
@@ -610,6 +821,9 @@ main(int argc, char **argv)
 		case 'L':
 			limits = true;
 			break;
+		case 'R':
+			root = true;
+			break;
 		default:
 			return 2;
 		}
@@ -621,8 +835,10 @@ main(int argc, char **argv)
 	attempts_mounts();
 	attempts_kernel();
 	attempts_network(other_addr);
-	if (wx)
+	if (wx) {
 		attempts_wx();
+		attempts_wx_memory(root);
+	}
 	if (limits)
 		attempts_limits();
 	printf("1..%d\n", n_tests);

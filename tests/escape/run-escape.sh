@@ -101,7 +101,7 @@ fi
 hostname_before=$(hostname)
 
 limits=()
-[ "$mode" = root ] && limits=(--limits --other-addr 10.77.2.2)
+[ "$mode" = root ] && limits=(--limits --other-addr 10.77.2.2 --root)
 exec 9<"$tmp/data-b/secret"
 "${as[@]}" "$clipctl" --state-dir "$tmp/state" -v cage run --profile "$tmp/a.cage" -- \
 	/escape/escape --launcher-pid $$ \
