@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <linux/filter.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 
@@ -234,12 +235,6 @@ make_mountpoint(char *path, int fd)
 }
 
 static int
-clone_tree(const char *path)
-{
-	return open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-}
-
-static int
 set_attr(int fd, const char *path, unsigned flags, uint64_t attr)
 {
 	struct mount_attr a = { .attr_set = attr, .propagation = MS_PRIVATE };
@@ -316,10 +311,9 @@ mount_tmpfs(const char *target, unsigned long flags, const char *options)
 
 _Static_assert(ELEMENTSOF(host_dirs) == CAGE_HOST_DIRS, "cage_sources.host");
 
-/* Sources are numbered: the host directories, the root, the data directory, the binds. */
-#define SOURCE_ROOT CAGE_HOST_DIRS
-#define SOURCE_DATA (SOURCE_ROOT + 1)
-#define SOURCE_MOUNTS (SOURCE_DATA + 1)
+#define SOURCE_ROOT SOURCE_INDEX_ROOT
+#define SOURCE_DATA SOURCE_INDEX_DATA
+#define SOURCE_MOUNTS SOURCE_INDEX_MOUNTS
 
 const char *
 cage_source_path(const struct clip_cage_profile *p, int index)
@@ -353,18 +347,113 @@ cage_sources_close(struct cage_sources *s)
 		fd_drop(&s->mounts[i]);
 }
 
-static int
-source_open(int *fd, const char *path, int index, int *ret_index)
+/*
+ * Whether the cage could replace @entry, an entry of directory @dir (both
+ * stat'ed): @dir is the cage's (its owner is one of the cage's uids, who
+ * may chmod it), or writable by a group of the cage's or by everyone
+ * without the sticky bit, or with it where the cage owns @entry. @owners:
+ * whether ownership says anything, that is in root mode, where the cage's
+ * uids are its own range; rootless, the cage's uid is the caller's, whose
+ * directories its other processes write anyway (cage-internal.h).
+ */
+static bool
+source_swappable(const struct stat *dir, const struct stat *entry, bool owners, uint32_t base)
 {
-	*fd = clone_tree(path);
-	if (*fd >= 0)
-		return 0;
+#define CAGE_ID(id) (owners && (uint32_t)(id) >= base && (uint32_t)(id)-base < CAGE_UID_RANGE)
+	bool writable =
+		(dir->st_mode & S_IWOTH) || (CAGE_ID(dir->st_gid) && (dir->st_mode & S_IWGRP));
+
+	if (CAGE_ID(dir->st_uid))
+		return true;
+	if (!(dir->st_mode & S_ISVTX))
+		return writable;
+	return writable && CAGE_ID(entry->st_uid);
+#undef CAGE_ID
+}
+
+/*
+ * @path (absolute, normalised: cage-profile.c) opened as O_PATH one
+ * component at a time with openat2(RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS): a symbolic link anywhere fails with ELOOP, and
+ * no path is resolved twice. Each directory on the way is checked before
+ * its entry is taken (source_swappable(): EPERM). On failure,
+ * @ret_bad gets the length of the prefix of @path at fault.
+ */
+static int
+source_walk(const char *path, bool owners, uint32_t base, bool nofollow, bool writable,
+	    int *ret_bad)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = nofollow ? RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+						    : 0 };
+	struct stat dir, entry;
+	const char *c = path + 1;
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	*ret_bad = 1;
+	if (fd < 0 || fstat(fd, &dir) < 0)
+		goto fail;
+	while (*c) {
+		size_t n = strcspn(c, "/");
+		char name[NAME_MAX + 1];
+		int next;
+
+		if (n > NAME_MAX) {
+			errno = ENAMETOOLONG;
+			goto fail;
+		}
+		memcpy(name, c, n);
+		name[n] = '\0';
+		*ret_bad = (int)(c - path + n);
+		next = (int)syscall(SYS_openat2, fd, name, &how, sizeof(how));
+		if (next < 0)
+			goto fail;
+		close(fd);
+		fd = next;
+		if (fstat(fd, &entry) < 0)
+			goto fail;
+		if (writable && source_swappable(&dir, &entry, owners, base)) {
+			/* The directory holding it is at fault: "/" or the prefix before the name. */
+			*ret_bad = c - path > 1 ? (int)(c - path - 1) : 1;
+			errno = EPERM;
+			goto fail;
+		}
+		dir = entry;
+		c += n;
+		if (*c == '/')
+			c++;
+	}
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+static int
+source_open(int *fd, const char *path, int index, const struct cage_source_rules *rules,
+	    int *ret_index, int *ret_bad)
+{
+	int e, walked = source_walk(path, rules->owners, rules->base, rules->nofollow,
+				    rules->writable, ret_bad);
+
+	if (walked >= 0) {
+		*fd = open_tree(walked, "",
+				OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+		e = errno;
+		close(walked);
+		if (*fd >= 0)
+			return 0;
+		errno = e;
+		*ret_bad = (int)strlen(path);
+	}
 	*ret_index = index;
 	return -errno;
 }
 
 int
-cage_sources_open(const struct clip_cage_profile *p, struct cage_sources *s, int *ret_index)
+cage_sources_open(const struct clip_cage_profile *p, const struct cage_source_rules *rules,
+		  struct cage_sources *s, int *ret_index, int *ret_bad)
 {
 	int r = 0;
 
@@ -385,18 +474,18 @@ cage_sources_open(const struct clip_cage_profile *p, struct cage_sources *s, int
 			s->host_link[i][n] = '\0';
 			continue;
 		}
-		r = source_open(&s->host[i], host_dirs[i], (int)i, ret_index);
+		r = source_open(&s->host[i], host_dirs[i], (int)i, rules, ret_index, ret_bad);
 		if (r == -ENOENT) /* /lib32 and the like exist on some hosts only */
 			r = 0;
 	}
 	if (r >= 0 && p->root)
-		r = source_open(&s->root, p->root, SOURCE_ROOT, ret_index);
+		r = source_open(&s->root, p->root, SOURCE_ROOT, rules, ret_index, ret_bad);
 	if (r >= 0 && p->data_dir)
-		r = source_open(&s->data, p->data_dir, SOURCE_DATA, ret_index);
+		r = source_open(&s->data, p->data_dir, SOURCE_DATA, rules, ret_index, ret_bad);
 	for (size_t i = 0; i < p->n_mounts && r >= 0; i++)
 		if (p->mounts[i].source)
 			r = source_open(&s->mounts[i], p->mounts[i].source, SOURCE_MOUNTS + (int)i,
-					ret_index);
+					rules, ret_index, ret_bad);
 	if (r < 0)
 		cage_sources_close(s);
 	return r;
@@ -477,21 +566,27 @@ mount_dev(bool own)
 
 static void
 mounts_setup(const struct clip_cage_profile *p, const struct cage_sources *given,
-	     bool private_inodes, int fail_fd)
+	     bool private_inodes, const struct cage_source_rules *rules, int fail_fd)
 {
 	const uint64_t ro = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
 	const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
 	const struct cage_mount *sorted[CLIP_CAGE_BINDS_MAX];
 	struct cage_sources s;
 	char path[PATH_MAX];
-	int r, index = -1;
+	int r, index = -1, bad = 0;
 
 	CHECK(STEP_MOUNT_PRIVATE, mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL));
 	/* Every source is a detached tree before anything is mounted over it. */
 	if (given)
 		s = *given;
-	else if ((r = cage_sources_open(p, &s, &index)) < 0) {
-		cage_msg_send(fail_fd, MSG_ERROR, STEP_MOUNT_SOURCES, -r, index);
+	else if ((r = cage_sources_open(p, rules, &s, &index, &bad)) < 0) {
+		struct cage_msg m = { .type = MSG_ERROR,
+				      .step = STEP_MOUNT_SOURCES,
+				      .error = -r,
+				      .value = index,
+				      .detail = bad };
+
+		(void)!write(fail_fd, &m, sizeof(m));
 		_exit(127);
 	}
 
@@ -1099,7 +1194,7 @@ cage_init_main(const struct cage_init_args *a)
 	CHECK(STEP_HOSTNAME, sethostname(p->name, strlen(p->name)));
 	if (a->netns)
 		CHECK(STEP_NETWORK, network_setup(p));
-	mounts_setup(p, a->sources, a->private_inodes, fail_fd);
+	mounts_setup(p, a->sources, a->private_inodes, &a->source_rules, fail_fd);
 	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
 	cgroups_join(sock, fail_fd, back);
 	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));

@@ -239,6 +239,7 @@ struct cage_msg {
 	int step;
 	int error; /* positive errno */
 	int value;
+	int detail; /* STEP_MOUNT_SOURCES: the length of the source's prefix at fault */
 };
 
 /*
@@ -259,11 +260,29 @@ struct cage_sources {
 };
 
 /*
- * Open every source of @p into @s (all -1 on failure): 0, or -errno with
- * the number of the source at fault in @ret_index (cage_source_path()).
+ * How sources are resolved (doc/cage.md, "Bind sources"): @nofollow, no
+ * symbolic link at any component (ELOOP); @writable, no directory on the
+ * way that the cage could change (EPERM), judged by its owner and group
+ * where @owners (root mode: the cage's ids are @base and the 65535 after).
+ * Both false only in a test-hooks build.
  */
-int cage_sources_open(const struct clip_cage_profile *p, struct cage_sources *s, int *ret_index);
+struct cage_source_rules {
+	bool nofollow, writable, owners;
+	uint32_t base;
+};
+
+/*
+ * Open every source of @p into @s (all -1 on failure): 0, or -errno with
+ * the number of the source at fault in @ret_index (cage_source_path())
+ * and the length of the part of its path at fault in @ret_bad.
+ */
+int cage_sources_open(const struct clip_cage_profile *p, const struct cage_source_rules *rules,
+		      struct cage_sources *s, int *ret_index, int *ret_bad);
 void cage_sources_close(struct cage_sources *s);
+/* Sources are numbered: the host directories, the root, the data directory, the binds. */
+#define SOURCE_INDEX_ROOT CAGE_HOST_DIRS
+#define SOURCE_INDEX_DATA (SOURCE_INDEX_ROOT + 1)
+#define SOURCE_INDEX_MOUNTS (SOURCE_INDEX_DATA + 1)
 /* The path of source number @index of @p, or NULL. */
 const char *cage_source_path(const struct clip_cage_profile *p, int index);
 
@@ -280,6 +299,7 @@ struct cage_init_args {
 	int sock;
 	bool rootless;
 	const struct cage_sources *sources; /* opened by the launcher, or NULL */
+	struct cage_source_rules source_rules; /* to open them, rootless */
 	bool veth;
 	bool netns; /* false only in a test-hooks build, see cage.c */
 	/*

@@ -192,15 +192,113 @@ write_id_maps(pid_t pid, bool rootless, uint32_t base)
 	return write_string(path, map);
 }
 
-/* -EIO: source number @index of @p's mounts (cage_source_path()) cannot be opened. */
+/* What source number @index of @p is, in a message. */
+static const char *
+cage_source_kind(const struct clip_cage_profile *p, int index)
+{
+	const char *path = cage_source_path(p, index);
+
+	if (index < SOURCE_INDEX_ROOT)
+		return "host directory";
+	if (path == p->root)
+		return "Root=";
+	if (path == p->data_dir)
+		return "DataDirectory=";
+	return "bind source";
+}
+
+/*
+ * -EIO: source number @index of @p's mounts (cage_source_path()) cannot be
+ * opened; the first @bad bytes of its path are at fault (cage_sources_open()).
+ */
 static int
 cage_source_error(struct clip_error **reterr, const struct clip_cage_profile *p, int index,
-		  int error)
+		  int error, int bad)
 {
+	const char *path = cage_source_path(p, index), *kind = cage_source_kind(p, index);
+	int len = (int)strlen(path);
 	char buf[128];
+	struct stat st;
 
-	return error_setf(reterr, -EIO, -1, "%s: cannot open the bind source %s: %s", p->name,
-			  cage_source_path(p, index), strerror_r(-error, buf, sizeof(buf)));
+	if (bad <= 0 || bad > len)
+		bad = len;
+	if (error == -ELOOP)
+		return error_setf(reterr, -EIO, -1,
+				  "%s: %s %s refused: %.*s is a symbolic link (sources are opened "
+				  "without following any, so that whoever can write beside one "
+				  "cannot point it elsewhere)",
+				  p->name, kind, path, bad, path);
+	if (error == -EPERM && bad < len) {
+		char dir[CAGE_PATH_MAX];
+
+		snprintf(dir, sizeof(dir), "%.*s", bad, path);
+		if (lstat(dir, &st) < 0)
+			st = (struct stat){ 0 };
+		return error_setf(
+			reterr, -EIO, -1,
+			"%s: %s %s refused: the directory %s that holds it can be "
+			"changed by the cage (owner %u, group %u, mode %04o), which could "
+			"replace the source",
+			p->name, kind, path, dir, (unsigned)st.st_uid, (unsigned)st.st_gid,
+			(unsigned)(st.st_mode & 07777));
+	}
+	return error_setf(reterr, -EIO, -1, "%s: cannot open the %s %s: %s%s%.*s%s", p->name, kind,
+			  path, strerror_r(-error, buf, sizeof(buf)), bad < len ? " (at " : "",
+			  bad < len ? bad : 0, path, bad < len ? ")" : "");
+}
+
+/* Whether @path is @dir or lies beneath it (both absolute and normalised). */
+static bool
+path_within(const char *path, const char *dir, bool strictly)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return !strictly || strcmp(path, "/") != 0;
+	if (strncmp(path, dir, n) != 0)
+		return false;
+	return path[n] == '/' || (!strictly && path[n] == '\0');
+}
+
+/*
+ * What the cage writes from inside, by the profile: its data directory and
+ * its read-write binds. No other source may lie beneath one, where the
+ * cage could replace it (a directory for another, between two starts),
+ * nor be one and read-only: what the cage wrote there, noexec, would be
+ * executable through the read-only bind. -EIO, naming both.
+ */
+static int
+cage_sources_overlap(const struct clip_cage_profile *p, struct clip_error **reterr)
+{
+	const int n = SOURCE_INDEX_MOUNTS + (int)p->n_mounts;
+
+	for (int i = 0; i < n; i++) {
+		const char *path = cage_source_path(p, i);
+		bool ro = i < SOURCE_INDEX_MOUNTS ? i != SOURCE_INDEX_DATA
+						  : !p->mounts[i - SOURCE_INDEX_MOUNTS].rw;
+
+		if (!path || (i < SOURCE_INDEX_ROOT && p->root))
+			continue;
+		for (int w = SOURCE_INDEX_DATA; w < n; w++) {
+			const char *wpath = cage_source_path(p, w);
+
+			if (!wpath ||
+			    (w > SOURCE_INDEX_DATA && !p->mounts[w - SOURCE_INDEX_MOUNTS].rw))
+				continue;
+			if (w == i || !path_within(path, wpath, !ro))
+				continue;
+			return error_setf(
+				reterr, -EIO, -1,
+				"%s: %s %s refused: it %s %s %s, which the cage writes, "
+				"so that it could %s",
+				p->name, cage_source_kind(p, i), path,
+				strcmp(path, wpath) == 0 ? "is" : "lies beneath",
+				cage_source_kind(p, w), wpath,
+				ro ? "execute what it wrote there through a read-only bind"
+				   : "replace it between two starts");
+		}
+	}
+	return 0;
 }
 
 /* -ETIMEDOUT: @what of @p's cage did not end within its StartTimeoutSec=. */
@@ -219,10 +317,10 @@ cage_msg_error(const struct cage_msg *m, bool rootless, const struct clip_cage_p
 {
 	char buf[128], shown[CAGE_SHOWN_MAX];
 
+	if (m->step == STEP_MOUNT_SOURCES && cage_source_path(p, m->value))
+		return cage_source_error(reterr, p, m->value, -m->error, m->detail);
 	if (rootless && m->error == EPERM && m->step <= STEP_PIVOT_ROOT)
 		return userns_error(-EPERM, reterr);
-	if (m->step == STEP_MOUNT_SOURCES && cage_source_path(p, m->value))
-		return cage_source_error(reterr, p, m->value, -m->error);
 	if (m->step == STEP_EXEC && argv0 &&
 	    (m->error == ENOENT || m->error == EACCES || m->error == EPERM))
 		return error_setf(reterr, -m->error, -1, "%s: cannot execute '%s'%s: %s", p->name,
@@ -323,13 +421,14 @@ steer_init(pid_t pid, const cpu_set_t *cpus)
 static int
 cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 	   const struct cage_exec_args *first, const struct cage_sources *sources,
-	   bool *into_cgroup)
+	   const struct cage_source_rules *rules, bool *into_cgroup)
 {
 	struct cage_init_args args = {
 		.profile = c->profile,
 		.sock = sock,
 		.rootless = c->rootless,
 		.sources = sources,
+		.source_rules = *rules,
 		.veth = c->profile->net_mode == CLIP_CAGE_NET_VETH,
 		.netns = !test_hook_disabled("netns"),
 		.private_inodes = !test_hook_disabled("private-inodes"),
@@ -427,6 +526,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	char leaf[96], veth[IFNAMSIZ];
 	int tasks[_CG_V1_MAX] = { -1, -1, -1 }, parents[_CG_V1_MAX] = { -1, -1, -1 };
 	struct cage_sources sources;
+	struct cage_source_rules rules;
 	long long deadline;
 	bool into_cgroup;
 
@@ -475,13 +575,24 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 
 	snprintf(leaf, sizeof(leaf), "clip-%s-%d-%u", p->name, (int)getpid(),
 		 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+	if (!test_hook_disabled("bind-writable")) {
+		r = cage_sources_overlap(p, reterr);
+		if (r < 0)
+			return r;
+	}
+	rules = (struct cage_source_rules){
+		.nofollow = !test_hook_disabled("bind-nofollow"),
+		.writable = !test_hook_disabled("bind-writable"),
+		.owners = !c->rootless,
+		.base = cage_profile_uid_base(p),
+	};
 	/* Root mode: the sources are opened with the caller's credentials (cage-internal.h). */
 	if (!c->rootless) {
-		int index = -1;
+		int index = -1, bad = 0;
 
-		r = cage_sources_open(p, &sources, &index);
+		r = cage_sources_open(p, &rules, &sources, &index, &bad);
 		if (r < 0)
-			return cage_source_error(reterr, p, index, r);
+			return cage_source_error(reterr, p, index, r, bad);
 	}
 	cage_cgroups_create_v2(c->ctx, &c->cg, leaf, &p->limits);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
@@ -493,7 +604,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	}
 	sock = sv[0];
 	deadline = now_ms() + cage_profile_start_timeout_ms(p);
-	pid = cage_clone(c, sv[1], sv[0], flags, first, c->rootless ? NULL : &sources,
+	pid = cage_clone(c, sv[1], sv[0], flags, first, c->rootless ? NULL : &sources, &rules,
 			 &into_cgroup);
 	close(sv[1]);
 	if (!c->rootless)

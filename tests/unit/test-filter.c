@@ -35,7 +35,7 @@ under_valgrind(void)
 }
 
 struct fixture {
-	char *dir; /* scripts and markers, 0777: only the cage keeps the filter out */
+	char *dir; /* scripts and markers, 01777: only the cage keeps the filter out */
 	int inbox;
 	struct clip_ctx *ctx;
 	struct delivery d;
@@ -52,7 +52,8 @@ setup(struct fixture *f, const char *content)
 	if (!test_is_root() && access("/proc/self/ns/user", F_OK) < 0)
 		cr_skip_test("no user namespaces");
 	f->dir = test_tmpdir("tmpfs");
-	cr_assert_eq(chmod(f->dir, 0777), 0);
+	/* Sticky, as /tmp: a cage refuses a bind source in a directory anyone may change. */
+	cr_assert_eq(chmod(f->dir, 01777), 0);
 	snprintf(path, sizeof(path), "%s/inbox", f->dir);
 	cr_assert_eq(mkdir(path, 0777), 0);
 	cr_assert_eq(chmod(path, 0777), 0);
