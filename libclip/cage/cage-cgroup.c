@@ -269,7 +269,7 @@ cage_cgroups_create_v2(struct clip_ctx *ctx, struct cage_cgroups *cg, const char
 		log_info(ctx, "no cgroup2 cgroup for the cage: stopping kills its pid namespace");
 		return;
 	}
-	cg->v2_fd = open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cg->v2_fd = cage_fd_above_stdio(open(cg->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 	for (int i = 0; i < _CG_V1_MAX; i++)
 		if ((take & (1u << i)) && limit_write(cg->v2, true, i, l) == 0)
 			cg->done |= limit_bits[i];

@@ -473,6 +473,14 @@ int cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, 
 int cage_msg_error(const struct cage_msg *m, bool rootless, const struct clip_cage_profile *p,
 		   const char *argv0, struct clip_error **reterr);
 
+/*
+ * @fd moved to 3 or above (and closed), or @fd itself where it is already
+ * there or cannot be moved. For the descriptors a cage keeps: a caller
+ * started with 0, 1 or 2 closed would otherwise hand one on as a
+ * process's stdin (`clipctl cage exec` gave the cage its init's pidfd).
+ */
+int cage_fd_above_stdio(int fd);
+
 /* pidfd_open(2) and pidfd_send_signal(2), through syscall(2). */
 int cage_pidfd_open(pid_t pid);
 int cage_pidfd_signal(int pidfd, int sig);

@@ -47,9 +47,23 @@
 /* -- pidfds ---------------------------------------------------------- */
 
 int
+cage_fd_above_stdio(int fd)
+{
+	int moved;
+
+	if (fd < 0 || fd > STDERR_FILENO || test_hook_disabled("fd-above-stdio"))
+		return fd;
+	moved = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	if (moved < 0)
+		return fd;
+	close(fd);
+	return moved;
+}
+
+int
 cage_pidfd_open(pid_t pid)
 {
-	return (int)syscall(SYS_pidfd_open, pid, 0);
+	return cage_fd_above_stdio((int)syscall(SYS_pidfd_open, pid, 0));
 }
 
 int
@@ -214,7 +228,8 @@ spawned_add(struct clip_cage *c, pid_t pid, int pidfd)
 	if (!s)
 		return -ENOMEM;
 	c->spawned = s;
-	c->spawned[c->n_spawned++] = (struct spawned){ .pid = pid, .pidfd = pidfd };
+	c->spawned[c->n_spawned++] =
+		(struct spawned){ .pid = pid, .pidfd = cage_fd_above_stdio(pidfd) };
 	return 0;
 }
 
@@ -270,8 +285,12 @@ spawn_check(const struct clip_cage_spawn_opts *o, struct clip_error **reterr)
 		if (o->fds[i] < 0 || fcntl(o->fds[i], F_GETFD) < 0)
 			return error_set(reterr, -EBADF,
 					 "spawn options: fds[%u], the process's fd %u%s, is %d, "
-					 "which is not an open descriptor of the caller",
-					 i, i, fd_name(i), o->fds[i]);
+					 "which is %s in the caller%s",
+					 i, i, fd_name(i), o->fds[i],
+					 o->fds[i] < 0 ? "not an open descriptor" : "closed",
+					 o->fds[i] >= 0 && o->fds[i] <= STDERR_FILENO
+						 ? " (started with it closed: open /dev/null on it)"
+						 : "");
 	if (o->flags & ~CLIP_CAGE_SPAWN_PTY)
 		return error_set(
 			reterr, -EINVAL,
@@ -582,9 +601,10 @@ cage_first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_err
 	}
 	c->spawned = s;
 	s = &c->spawned[c->n_spawned++];
-	*s = (struct spawned){
-		.pid = pid > 0 ? pid : -1, .pidfd = pidfd, .given_fd = given, .via_init = true
-	};
+	*s = (struct spawned){ .pid = pid > 0 ? pid : -1,
+			       .pidfd = cage_fd_above_stdio(pidfd),
+			       .given_fd = given,
+			       .via_init = true };
 	(void)fstat(given, &s->given);
 	*ret_pidfd = given;
 	return 0;

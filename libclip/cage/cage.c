@@ -351,8 +351,17 @@ cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, cons
 		return cage_timeout_error(reterr, p, "the set-up");
 	if (r < 0)
 		return error_set_errno(reterr, r, "%s: cannot wait for the set-up", what);
-	n = recv_fds(fd, &m, sizeof(m), &passed, 1, &n_fds);
-	if (n == 0)
+	/*
+	 * A child that exited with a message of ours unread (the cgroups'
+	 * "c") left ECONNRESET on our socket, which the kernel reports, once,
+	 * before the report queued behind it.
+	 */
+	for (int i = 0; i < 2; i++) {
+		n = recv_fds(fd, &m, sizeof(m), &passed, 1, &n_fds);
+		if (n != -ECONNRESET)
+			break;
+	}
+	if (n == 0 || n == -ECONNRESET)
 		return error_set(reterr, -EIO, "%s: the cage's process died during set-up", what);
 	if (n != sizeof(m) || m.step < 0 || m.step >= _STEP_MAX) {
 		if (passed >= 0)
@@ -369,6 +378,33 @@ cage_child_report(int fd, bool rootless, const struct clip_cage_profile *p, cons
 	if (passed >= 0)
 		close(passed);
 	return cage_msg_error(&m, rootless, p, argv0, reterr);
+}
+
+/*
+ * A send to the init failed (@error): it has exited, most likely once it
+ * had written why (a bind source it cannot open, say). That report is in
+ * our queue already, and says more than the send: it wins. -EIO.
+ */
+static int
+cage_send_failed(int sock, const struct clip_cage *c, const struct cage_exec_args *first, int error,
+		 const char *what, struct clip_error **reterr)
+{
+	struct cage_msg m;
+	ssize_t n = -EAGAIN;
+	size_t n_fds;
+	int passed = -1;
+
+	for (int i = 0; i < 2 && (i == 0 || n == -ECONNRESET); i++) {
+		if (wait_readable(sock, 0) < 0)
+			break;
+		n = recv_fds(sock, &m, sizeof(m), &passed, 1, &n_fds);
+	}
+	if (passed >= 0)
+		close(passed);
+	if (n == sizeof(m) && m.type == MSG_ERROR && m.step >= 0 && m.step < _STEP_MAX)
+		return cage_msg_error(&m, c->rootless, c->profile, first ? first->argv[0] : NULL,
+				      reterr);
+	return error_setf(reterr, -EIO, -1, "%s: %s: %s", c->profile->name, what, strerror(-error));
 }
 
 /*
@@ -468,6 +504,7 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 	}
 	if (pid < 0)
 		return -errno;
+	c->pidfd = cage_fd_above_stdio(c->pidfd);
 	if (args.steer)
 		steer_init((pid_t)pid, &args.cpus);
 	return (int)pid;
@@ -634,7 +671,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	}
 	/* MSG_NOSIGNAL: a child that died early must not kill the launcher with SIGPIPE. */
 	if (r >= 0 && send(sock, "g", 1, MSG_NOSIGNAL) != 1)
-		r = error_set_errno(reterr, -EIO, "cannot wake the cage's init");
+		r = cage_send_failed(sock, c, first, -errno, "cannot wake the cage's init", reterr);
 	/* The v1 cgroups while the init sets up; it joins them once done. */
 	if (r >= 0) {
 		c->missing |= cage_cgroups_create_v1(c->ctx, &c->cg, leaf, &p->limits);
@@ -644,8 +681,9 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 			cage_cgroups_close_tasks(parents);
 		if (r < 0)
 			error_set_errno(reterr, r, "cannot open the cage's cgroups");
-		else if (send_tasks(sock, tasks, parents) < 0)
-			r = error_set_errno(reterr, -EIO, "cannot send the cage's cgroups");
+		else if ((r = send_tasks(sock, tasks, parents)) < 0)
+			r = cage_send_failed(sock, c, first, r, "cannot send the cage's cgroups",
+					     reterr);
 		cage_cgroups_close_tasks(tasks);
 		cage_cgroups_close_tasks(parents);
 	}
@@ -681,7 +719,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 			cage_stop(c, 0, NULL);
 			return r;
 		}
-		c->sock = sock; /* the first process's status comes on it */
+		c->sock = cage_fd_above_stdio(sock); /* the first process's status comes on it */
 		sock = -1;
 	}
 	return 0;
