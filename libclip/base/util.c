@@ -9,11 +9,13 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "error.h"
 #include "macro.h"
+#include "test-hooks.h"
 #include "util.h"
 
 void
@@ -249,6 +251,70 @@ write_file_atomic(int dirfd, const char *name, const void *data, size_t size, mo
 	if (r < 0)
 		return r;
 	return fsync(dirfd) < 0 ? -errno : 0;
+}
+
+const char *
+file_type_name(mode_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFLNK:
+		return "a symbolic link";
+	default:
+		return "a file of unknown type";
+	}
+}
+
+int
+open_regular(int dirfd, const char *path, uint64_t max, struct stat *ret_st,
+	     struct clip_error **reterr)
+{
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK;
+	bool check = !test_hook_disabled("core-open-regular");
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (!check)
+		flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+	fd = openat(dirfd, path, flags);
+	if (fd < 0 && errno == ENOENT)
+		return -ENOENT;
+	/* O_NOFOLLOW says ELOOP for a final symbolic link (and for a loop). */
+	if (fd < 0 && errno == ELOOP && fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return error_set(reterr, -ELOOP,
+				 "%.200s is a symbolic link: not followed where another party "
+				 "can write",
+				 path);
+	if (fd < 0)
+		return error_set_errno(reterr, -errno, "cannot open %.200s", path);
+	if (fstat(fd, &st) < 0)
+		return error_set_errno(reterr, -errno, "cannot stat %.200s", path);
+	if (check && !S_ISREG(st.st_mode))
+		return error_set(reterr, -EMEDIUMTYPE,
+				 "%.200s is %s, not a regular file: refused without reading it",
+				 path, file_type_name(st.st_mode));
+	if (check && max > 0 && (uint64_t)st.st_size > max)
+		return error_set(reterr, -EFBIG,
+				 "%.200s has %llu bytes, over the limit of %llu: refused without "
+				 "reading it",
+				 path, (unsigned long long)st.st_size, (unsigned long long)max);
+	if (check && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0)
+		return error_set_errno(reterr, -errno, "cannot set %.200s blocking", path);
+	if (ret_st)
+		*ret_st = st;
+	return steal_fd(fd);
 }
 
 int

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct clip_error;
@@ -57,6 +58,25 @@ int write_full(int fd, const void *p, size_t n);
  * (-EIO for a short write).
  */
 int write_string(const char *path, const char *value);
+
+/*
+ * Open @path (relative to @dirfd) for reading where someone less trusted
+ * can write, a cage's inbox for one: a symbolic link is not followed
+ * (O_NOFOLLOW), a FIFO or a device is not waited on (O_NONBLOCK,
+ * O_NOCTTY), and anything but a regular file is refused after the open
+ * (fstat), before a byte is read. @max, when not 0, bounds its size.
+ * O_NONBLOCK is cleared on the descriptor returned; *@ret_st (optional)
+ * gets its stat. The descriptor, or -errno with a message naming @path
+ * and what was there: -ELOOP (a symbolic link), -EMEDIUMTYPE (a FIFO, a
+ * device, a socket, a directory), -EFBIG (over @max); -ENOENT comes
+ * without a message, for callers to whom a missing file is no error.
+ * Test hook "core-open-regular" (off: the plain open of before).
+ */
+int open_regular(int dirfd, const char *path, uint64_t max, struct stat *ret_st,
+		 struct clip_error **reterr);
+
+/* "a FIFO", "a directory"...: the type of a file in @mode, for messages. */
+const char *file_type_name(mode_t mode);
 
 /* The most descriptors send_fds() and recv_fds() carry in one message. */
 #define FDS_MAX 6

@@ -196,11 +196,12 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 
 	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, name);
 	*a = (struct anchor){ 0 };
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0 && errno == ENOENT)
+	/* The anchor is text of a known length: a larger file is not one. */
+	fd = open_regular(dirfd, path, sizeof(untrusted_text) - 1, NULL, reterr);
+	if (fd == -ENOENT)
 		return 0;
 	if (fd < 0)
-		return error_set_errno(reterr, -errno, "cannot open the anchor %s", path);
+		return error_set_errno(reterr, fd, "cannot open the anchor %s", path);
 	n = read(fd, untrusted_text, sizeof(untrusted_text) - 1);
 	if (n < 0)
 		return error_set_errno(reterr, -errno, "cannot read the anchor %s", path);
@@ -344,9 +345,10 @@ audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_recor
 	dfd = open_dir(ctx, dirfd, false, reterr);
 	if (dfd < 0)
 		return dfd;
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0 && errno != ENOENT)
-		return error_set_errno(reterr, -errno, "cannot open the audit log %s", name);
+	/* A FIFO or a device in its place would block the walk or never end. */
+	fd = open_regular(dfd, name, 0, NULL, reterr);
+	if (fd < 0 && fd != -ENOENT)
+		return error_set_errno(reterr, fd, "cannot open the audit log %s", name);
 	r = anchor_read(ctx, dfd, name, &a, reterr);
 	if (r < 0)
 		return r;

@@ -22,6 +22,7 @@
 #include "base/error.h"
 #include "keys/key.h"
 #include "base/log.h"
+#include "base/test-hooks.h"
 #include "proto.h"
 #include "transfer-internal.h"
 #include "base/util.h"
@@ -127,6 +128,23 @@ envelope_open(const uint8_t key[CLIP_KEY_SIZE], const char *aad, const uint8_t *
 #define ENVELOPE_HEAD (ENVELOPE_MAGIC_SIZE + ENVELOPE_NONCE_SIZE)
 /* One AES-GCM message: at most 2^36 - 32 bytes of plain text (NIST SP 800-38D). */
 #define ENVELOPE_MAX ((UINT64_C(1) << 36) - 32 + ENVELOPE_HEAD + ENVELOPE_TAG_SIZE)
+/*
+ * The most plain text held in memory before it is authenticated when the
+ * envelope's size is not known in advance (a pipe): a stream that never
+ * ends is refused there, not followed until memory runs out.
+ */
+#define ENVELOPE_MEMORY_MAX (UINT64_C(256) << 20)
+/* Cipher text has no holes: a sparse "envelope" over this size is refused unread. */
+#define ENVELOPE_SPARSE_MIN (UINT64_C(1) << 20)
+
+/* How much of the envelope may be read, and where its plain text goes. */
+struct envelope_io {
+	uint64_t in_max; /* the bytes from in_fd's offset to its end when a regular file, else 0 */
+	uint64_t plain_max; /* the most plain text staged in memory, 0: no bound */
+	int out_fd; /* the staging memfd, or the caller's unnamed file */
+	off_t out_start; /* where the caller's unnamed file was, to cut it back */
+	bool direct; /* writing straight into the caller's unnamed file */
+};
 
 static int
 envelope_refused(uint64_t size, const char *target, struct clip_error **reterr)
@@ -189,14 +207,14 @@ envelope_head(EVP_CIPHER_CTX *c, int in_fd, const uint8_t *key, const char *targ
 
 /* Decrypt the rest of @in_fd into @tmp_fd, the last 16 bytes being the tag. */
 static int
-envelope_body(EVP_CIPHER_CTX *c, int in_fd, int tmp_fd, const char *target,
+envelope_body(EVP_CIPHER_CTX *c, int in_fd, const struct envelope_io *io, const char *target,
 	      struct clip_error **reterr)
 {
 	_cleanup_free_ uint8_t *in = malloc(DELIVER_CHUNK + ENVELOPE_TAG_SIZE),
 			       *out = malloc(DELIVER_CHUNK + 32);
 	uint64_t total = ENVELOPE_HEAD;
 	size_t held = 0; /* bytes at the start of @in that may be the tag */
-	int len = 0;
+	int len = 0, r;
 
 	if (!in || !out)
 		return -ENOMEM;
@@ -209,6 +227,19 @@ envelope_body(EVP_CIPHER_CTX *c, int in_fd, int tmp_fd, const char *target,
 		if (n == 0)
 			break;
 		total += (uint64_t)n;
+		/* A regular file read past the size it had: someone writes to it now. */
+		if (io->in_max > 0 && total > io->in_max)
+			return error_set(reterr, -EBADMSG,
+					 "the envelope grows while it is read (%llu bytes when "
+					 "opened): someone is writing to it",
+					 (unsigned long long)io->in_max);
+		if (io->plain_max > 0 && total > io->plain_max + ENVELOPE_HEAD + ENVELOPE_TAG_SIZE)
+			return error_set(
+				reterr, -EFBIG,
+				"the envelope goes on past %llu MiB of plain text, the most "
+				"held in memory before it is authenticated: open it from a "
+				"regular file, or into an unnamed one",
+				(unsigned long long)(io->plain_max >> 20));
 		if (total > ENVELOPE_MAX)
 			return error_set(reterr, -EFBIG,
 					 "the envelope is over %llu bytes, more than AES-GCM can "
@@ -221,7 +252,11 @@ envelope_body(EVP_CIPHER_CTX *c, int in_fd, int tmp_fd, const char *target,
 		}
 		if (!sym_EVP_DecryptUpdate(c, out, &len, in, (int)(avail - ENVELOPE_TAG_SIZE)))
 			return error_set(reterr, -EIO, "cannot decrypt");
-		if (write_full(tmp_fd, out, (size_t)len) < 0)
+		r = write_full(io->out_fd, out, (size_t)len);
+		if (r < 0 && io->direct)
+			return error_set_errno(reterr, r == -ENOSPC || r == -EDQUOT ? r : -EIO,
+					       "cannot write the opened document");
+		if (r < 0)
 			return error_set_errno(reterr, -ENOMEM,
 					       "cannot hold the opened document in memory");
 		memmove(in, in + avail - ENVELOPE_TAG_SIZE, ENVELOPE_TAG_SIZE);
@@ -264,6 +299,47 @@ envelope_expose(int tmp_fd, int out_fd, struct clip_error **reterr)
 	}
 }
 
+/*
+ * What bounds the reading (test hook "envelope-bound" switches it off): a
+ * regular file is read up to the size it has now, and refused unread when
+ * sparse; anything else (a pipe) is staged in memory up to
+ * ENVELOPE_MEMORY_MAX. An unnamed regular output file (O_TMPFILE: no name
+ * anyone can open it by) gets the plain text directly, on disk rather
+ * than in memory, and is cut back on a refusal.
+ */
+static int
+envelope_bounds(int in_fd, const struct stat *st, int out_fd, const struct stat *out_st,
+		struct envelope_io *io, struct clip_error **reterr)
+{
+	off_t pos;
+
+	if (test_hook_disabled("envelope-bound"))
+		return 0;
+	if (S_ISREG(out_st->st_mode) && out_st->st_nlink == 0) {
+		io->out_start = lseek(out_fd, 0, SEEK_CUR);
+		io->direct = io->out_start >= 0;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		io->plain_max = io->direct ? 0 : ENVELOPE_MEMORY_MAX;
+		return 0;
+	}
+	pos = lseek(in_fd, 0, SEEK_CUR);
+	if (pos < 0)
+		return error_set_errno(reterr, -errno, "cannot seek the envelope");
+	io->in_max = st->st_size > pos ? (uint64_t)(st->st_size - pos) : 0;
+	/* An empty rest is refused as empty by envelope_head(); no bound to keep. */
+	if (io->in_max == 0)
+		io->in_max = 1;
+	if ((uint64_t)st->st_size >= ENVELOPE_SPARSE_MIN &&
+	    (uint64_t)st->st_blocks * 512 < (uint64_t)st->st_size / 2)
+		return error_set(reterr, -EBADMSG,
+				 "the envelope is a sparse file (%llu bytes, %llu allocated): "
+				 "cipher text has no holes, refused unread",
+				 (unsigned long long)st->st_size,
+				 (unsigned long long)st->st_blocks * 512);
+	return 0;
+}
+
 static int
 open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
 	      struct clip_error **reterr)
@@ -271,7 +347,8 @@ open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
 	_cleanup_(sym_EVP_CIPHER_CTX_freep) EVP_CIPHER_CTX *c = NULL;
 	_cleanup_close_ int tmp = -1;
 	uint8_t key[CLIP_KEY_SIZE];
-	struct stat st;
+	struct envelope_io io = { .out_fd = -1 };
+	struct stat st, out_st;
 	int in_flags = fcntl(in_fd, F_GETFL), out_flags = fcntl(out_fd, F_GETFL), r;
 
 	r = crypto_load(reterr);
@@ -285,10 +362,15 @@ open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
 				 "the envelope's descriptor is not open for reading");
 	if (out_flags < 0 || fd_is_opath(out_fd) != 0 || (out_flags & O_ACCMODE) == O_RDONLY)
 		return error_set(reterr, -EBADF, "the output descriptor is not open for writing");
-	if (fstat(in_fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size > ENVELOPE_MAX)
+	if (fstat(in_fd, &st) < 0 || fstat(out_fd, &out_st) < 0)
+		return error_set_errno(reterr, -errno, "cannot stat the envelope or the output");
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > ENVELOPE_MAX)
 		return error_set(reterr, -EFBIG,
 				 "the envelope has %llu bytes, more than AES-GCM can hold",
 				 (unsigned long long)st.st_size);
+	r = envelope_bounds(in_fd, &st, out_fd, &out_st, &io, reterr);
+	if (r < 0)
+		return r;
 	r = target_key(ctx, target, false, key, reterr);
 	if (r == -ENOENT || r == -ENOKEY)
 		return error_set(reterr, -ENOKEY,
@@ -300,12 +382,21 @@ open_envelope(struct clip_ctx *ctx, const char *target, int in_fd, int out_fd,
 	secure_wipe(key, sizeof(key));
 	if (r < 0)
 		return r;
+	if (io.direct) {
+		io.out_fd = out_fd;
+		r = envelope_body(c, in_fd, &io, target, reterr);
+		/* Nothing of a refused envelope stays: the file is cut back. */
+		if (r < 0 && ftruncate(out_fd, io.out_start) < 0)
+			return error_set_errno(reterr, -EIO, "cannot cut the refused plain text");
+		return r;
+	}
 	tmp = memfd_create("clip-envelope", MFD_CLOEXEC | MFD_NOEXEC_SEAL);
 	if (tmp < 0 && errno == EINVAL)
 		tmp = memfd_create("clip-envelope", MFD_CLOEXEC);
 	if (tmp < 0)
 		return error_set_errno(reterr, -ENOMEM, "cannot make a memory file");
-	r = envelope_body(c, in_fd, tmp, target, reterr);
+	io.out_fd = tmp;
+	r = envelope_body(c, in_fd, &io, target, reterr);
 	if (r < 0)
 		return r;
 	return envelope_expose(tmp, out_fd, reterr);

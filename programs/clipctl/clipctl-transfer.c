@@ -11,11 +11,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/util.h"
 #include "clipctl.h"
 
 #define EXIT_DENIED_POLICY 3
@@ -116,11 +118,63 @@ transfer_send(int argc, char **argv)
 }
 
 /*
- * The output file is created only for this (O_EXCL, 0600: it is plain
- * text) and removed again when the envelope is refused, so that a refusal
- * leaves nothing. Standard output (no -o, or -o -) gets nothing either:
- * the envelope is authenticated whole before any plain text is written.
+ * The envelope is in the target cage's inbox, where the cage writes: it
+ * is opened as a regular file only (open_regular(): no symbolic link
+ * followed, no FIFO waited on), and read no further than the size it
+ * has. The output is an unnamed file in OUT's directory (O_TMPFILE, 0600:
+ * it is plain text) that the library decrypts into, on disk rather than
+ * in memory, and that gets its name only once the envelope is
+ * authenticated; a refusal leaves nothing. Where O_TMPFILE is not
+ * supported, OUT is created (O_EXCL) and removed on a refusal, the
+ * library then holding the plain text in memory until it verifies.
+ * Standard output (no -o, or -o -) gets nothing of a refused envelope
+ * either.
  */
+static int
+open_output(const char *out_path, int *ret_dfd, bool *ret_unnamed)
+{
+	char *copy = strdup(out_path);
+	int dfd, fd;
+
+	*ret_unnamed = false;
+	if (!copy)
+		return -ENOMEM;
+	dfd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(copy);
+	if (dfd < 0)
+		return -errno;
+	if (faccessat(AT_FDCWD, out_path, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		close(dfd);
+		return -EEXIST;
+	}
+	fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		*ret_dfd = dfd;
+		*ret_unnamed = true;
+		return fd;
+	}
+	close(dfd);
+	*ret_dfd = -1;
+	fd = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+	return fd < 0 ? -errno : fd;
+}
+
+static int
+link_output(int out, int dfd, const char *out_path)
+{
+	char *copy = strdup(out_path);
+	char proc[64];
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", out);
+	if (linkat(AT_FDCWD, proc, dfd, basename(copy), AT_SYMLINK_FOLLOW) < 0 || fsync(dfd) < 0)
+		r = -errno;
+	free(copy);
+	return r;
+}
+
 static int
 transfer_open(struct clipctl *c, int argc, char **argv)
 {
@@ -132,7 +186,8 @@ transfer_open(struct clipctl *c, int argc, char **argv)
 	const char *target = NULL, *out_path = NULL;
 	struct clip_error *error = NULL;
 	struct clip_ctx *ctx;
-	int opt, in = -1, out = STDOUT_FILENO, r;
+	int opt, in = -1, out = STDOUT_FILENO, dfd = -1, r;
+	bool unnamed = false;
 
 	optind = 0; /* 0: a full restart of getopt, permuting again */
 	while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
@@ -155,16 +210,20 @@ transfer_open(struct clipctl *c, int argc, char **argv)
 	ctx = clipctl_ctx(c);
 	if (!ctx)
 		return EXIT_USAGE;
-	in = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	in = open_regular(AT_FDCWD, argv[optind], 0, NULL, &error);
 	if (in < 0) {
-		fprintf(stderr, "clipctl: cannot open %s: %m\n", argv[optind]);
 		clip_ctx_unref(ctx);
-		return EXIT_INVALID;
+		if (in == -ENOENT)
+			fprintf(stderr, "clipctl: cannot open %s: %s\n", argv[optind],
+				strerror(ENOENT));
+		return in == -ENOENT ? EXIT_INVALID
+				     : fail_error("cannot open the envelope", in, error);
 	}
 	if (out_path) {
-		out = open(out_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0600);
+		out = open_output(out_path, &dfd, &unnamed);
 		if (out < 0) {
-			fprintf(stderr, "clipctl: cannot create %s: %m\n", out_path);
+			fprintf(stderr, "clipctl: cannot create %s: %s\n", out_path,
+				strerror(-out));
 			close(in);
 			clip_ctx_unref(ctx);
 			return EXIT_INVALID;
@@ -172,13 +231,20 @@ transfer_open(struct clipctl *c, int argc, char **argv)
 	}
 	r = clip_transfer_open_envelope(ctx, target, in, out, &error);
 	if (out_path) {
-		if (r == 0 && (fsync(out) < 0 || close(out) < 0)) {
+		if (r == 0 && fsync(out) < 0)
+			r = -errno;
+		if (r == 0 && unnamed)
+			r = link_output(out, dfd, out_path);
+		if (r < 0 && !error)
+			fprintf(stderr, "clipctl: cannot write %s: %s\n", out_path, strerror(-r));
+		if (close(out) < 0 && r == 0) {
 			fprintf(stderr, "clipctl: cannot write %s: %m\n", out_path);
 			r = -EIO;
-		} else if (r < 0)
-			close(out);
-		if (r < 0)
+		}
+		if (r < 0 && !unnamed)
 			(void)unlink(out_path);
+		if (dfd >= 0)
+			close(dfd);
 	}
 	if (r < 0 && error)
 		r = fail_error(argv[optind], r, error);
