@@ -112,6 +112,31 @@ typedef int (*clip_audit_record_fn)(const char *record, void *userdata);
 int clip_audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_record_fn fn,
 		      void *userdata, uint64_t *ret_count, struct clip_error **reterr);
 
+/* What clip_audit_check() found that leaves the log valid but proves less. */
+/* Records after the anchor: a crash between an append and the anchor's update, or a stale anchor. */
+#define CLIP_AUDIT_WARN_UNANCHORED (1u << 0)
+/* A torn last record (a crash while appending), not counted. */
+#define CLIP_AUDIT_WARN_TORN (1u << 1)
+
+/**
+ * clip_audit_check - verify a whole log, and say what limits the proof
+ *
+ * As clip_audit_verify(), which logs what it finds doubtful at
+ * LOG_WARNING only; this also returns it, so that a caller can show it
+ * and tell "valid" from "valid, but". The log is not modified (the next
+ * clip_audit_open() repairs a torn tail and anchors the records after the
+ * anchor).
+ *
+ * @param ctx, dirfd, name, fn, userdata, ret_count as for clip_audit_verify()
+ * @param ret_warnings the CLIP_AUDIT_WARN_* found, 0 when none; required
+ * @param reterr optional
+ * @return as clip_audit_verify()
+ * @since 0.1
+ */
+int clip_audit_check(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_record_fn fn,
+		     void *userdata, uint64_t *ret_count, unsigned *ret_warnings,
+		     struct clip_error **reterr);
+
 #ifdef __cplusplus
 }
 #endif

@@ -335,8 +335,10 @@ open_dir(struct clip_ctx *ctx, int dirfd, bool create, struct clip_error **reter
 
 static int
 audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_record_fn fn,
-	     void *userdata, uint64_t *ret_count, struct clip_error **reterr)
+	     void *userdata, uint64_t *ret_count, unsigned *ret_warnings,
+	     struct clip_error **reterr)
 {
+	unsigned warnings = 0;
 	_cleanup_close_ int dfd = -1, fd = -1;
 	struct anchor a;
 	struct walk w;
@@ -378,17 +380,42 @@ audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_recor
 				 "record %" PRIu64
 				 " does not match the anchor: the log was rewritten",
 				 a.count);
-	if (w.count > a.count)
+	if (w.count > a.count) {
 		log_warning(ctx,
-			    "audit log %s: %" PRIu64 " verified records after the anchor "
-			    "(a crash between the append and the anchor update)",
-			    name, w.count - a.count);
-	if (w.torn)
-		log_warning(ctx, "audit log %s: a torn last record (a crash while appending)",
-			    name);
+			    "audit log %s: %" PRIu64 " verified records after the anchor, "
+			    "which says %" PRIu64 " (a crash between the append and the anchor "
+			    "update, or a stale anchor put back): their removal would not be seen",
+			    name, w.count - a.count, a.count);
+		warnings |= CLIP_AUDIT_WARN_UNANCHORED;
+	}
+	if (w.torn) {
+		log_warning(ctx,
+			    "audit log %s: a torn last record after record %" PRIu64
+			    " (a crash while appending), not counted",
+			    name, w.count);
+		warnings |= CLIP_AUDIT_WARN_TORN;
+	}
 	if (ret_count)
 		*ret_count = w.count;
+	if (ret_warnings)
+		*ret_warnings = warnings;
 	return 0;
+}
+
+CLIP_EXPORT int
+clip_audit_check(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_record_fn fn,
+		 void *userdata, uint64_t *ret_count, unsigned *ret_warnings,
+		 struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+	ctx_assert_log_return(ctx, dirfd >= -1 || dirfd == AT_FDCWD, api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, !name || check_name(name), api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, ret_warnings, api_return(-EINVAL, reterr));
+
+	return api_return(audit_verify(ctx, dirfd, name ? name : CLIP_AUDIT_LOG_NAME, fn, userdata,
+				       ret_count, ret_warnings, reterr),
+			  reterr);
 }
 
 CLIP_EXPORT int
@@ -401,7 +428,7 @@ clip_audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_
 	ctx_assert_log_return(ctx, !name || check_name(name), api_return(-EINVAL, reterr));
 
 	return api_return(audit_verify(ctx, dirfd, name ? name : CLIP_AUDIT_LOG_NAME, fn, userdata,
-				       ret_count, reterr),
+				       ret_count, NULL, reterr),
 			  reterr);
 }
 

@@ -73,6 +73,7 @@ usage(FILE *f)
 	      "                         open an envelope delivered to CAGE (the core's key)\n"
 	      "                         into OUT, or standard output (no -o, or -o -)\n"
 	      "  audit verify [--log FILE]   check the transfer audit trail\n"
+	      "                         (exit 0 valid, 1 not valid, 3 valid with warnings)\n"
 	      "  audit show [--log FILE]     print its records once verified\n"
 	      "\n"
 	      "Options:\n"
@@ -210,7 +211,7 @@ fail_error(const char *what, int r, struct clip_error *error)
 static void
 log_to_stderr(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
 {
-	fprintf(stderr, "clipctl: %s\n", message);
+	fprintf(stderr, "clipctl: %s%s\n", priority == LOG_WARNING ? "warning: " : "", message);
 }
 
 struct clip_ctx *
