@@ -117,6 +117,13 @@ int clip_audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_au
 #define CLIP_AUDIT_WARN_UNANCHORED (1u << 0)
 /* A torn last record (a crash while appending), not counted. */
 #define CLIP_AUDIT_WARN_TORN (1u << 1)
+/*
+ * The TPM counter was not compared: the log is bound to it and the key
+ * provider is not "tpm", or it is and the log is not bound yet.
+ */
+#define CLIP_AUDIT_WARN_NOT_COUNTED (1u << 2)
+/* The TPM counter one behind the anchor: a crash between their updates. */
+#define CLIP_AUDIT_WARN_COUNTER_LAGS (1u << 3)
 
 /**
  * clip_audit_check - verify a whole log, and say what limits the proof

@@ -94,3 +94,28 @@ clip_tpm_replay(struct clip_ctx *ctx, clip_tpm_event_fn fn, void *userdata,
 {
 	return refuse(ctx, reterr);
 }
+
+int
+tpm_counter_read(struct clip_ctx *ctx, uint32_t index, uint64_t *ret, struct clip_error **reterr)
+{
+	return no_tpm(reterr);
+}
+
+int
+tpm_counter_define(struct clip_ctx *ctx, uint32_t index, uint64_t *ret, struct clip_error **reterr)
+{
+	return no_tpm(reterr);
+}
+
+int
+tpm_counter_increment(struct clip_ctx *ctx, uint32_t index, uint64_t *ret,
+		      struct clip_error **reterr)
+{
+	return no_tpm(reterr);
+}
+
+int
+tpm_counter_undefine(struct clip_ctx *ctx, uint32_t index, struct clip_error **reterr)
+{
+	return no_tpm(reterr);
+}

@@ -24,11 +24,17 @@ struct clip_error;
 	X(Esys_GetCapability) \
 	X(Esys_Initialize) \
 	X(Esys_Load) \
+	X(Esys_NV_DefineSpace) \
+	X(Esys_NV_Increment) \
+	X(Esys_NV_Read) \
+	X(Esys_NV_UndefineSpace) \
 	X(Esys_PCR_Extend) \
 	X(Esys_PCR_Read) \
 	X(Esys_PolicyGetDigest) \
 	X(Esys_PolicyPCR) \
 	X(Esys_StartAuthSession) \
+	X(Esys_TR_Close) \
+	X(Esys_TR_FromTPMPublic) \
 	X(Esys_TRSess_SetAttributes) \
 	X(Esys_Unseal)
 #define TSS2_MU_FUNCTIONS(X) \

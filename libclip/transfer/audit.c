@@ -28,8 +28,9 @@
 #include "base/error.h"
 #include "keys/key.h"
 #include "base/log.h"
-#include "base/util.h"
 #include "base/test-hooks.h"
+#include "base/util.h"
+#include "tpm/tpm.h"
 
 #define AUDIT_FIELD_MAX 4096
 #define AUDIT_LINE_MAX (16 * AUDIT_FIELD_MAX)
@@ -47,6 +48,8 @@ struct clip_audit {
 	unsigned flags;
 	uint64_t count;
 	uint8_t last[32];
+	bool tpm_bound; /* the anchor carries the TPM counter's value (doc/tpm.md) */
+	uint64_t tpm; /* that value, the counter's once incremented */
 };
 
 struct strbuf {
@@ -164,18 +167,22 @@ struct anchor {
 	bool present;
 	uint64_t count;
 	uint8_t last[32];
+	bool bound; /* " tpm=V": bound to the TPM counter */
+	uint64_t tpm;
 };
 
 static int
-anchor_format(struct clip_ctx *ctx, uint64_t count, const uint8_t last[32], char *out, size_t max,
+anchor_format(struct clip_ctx *ctx, const struct anchor *a, char *out, size_t max,
 	      struct clip_error **reterr)
 {
-	char hex[65], mhex[65];
+	char hex[65], mhex[65], tpm[32] = "";
 	uint8_t mac[32];
 	int n, r;
 
-	hex_encode(last, 32, hex);
-	n = snprintf(out, max, "v1 count=%" PRIu64 " last=%s", count, hex);
+	hex_encode(a->last, 32, hex);
+	if (a->bound)
+		snprintf(tpm, sizeof(tpm), " tpm=%" PRIu64, a->tpm);
+	n = snprintf(out, max, "v1 count=%" PRIu64 " last=%s%s", a->count, hex, tpm);
 	r = audit_mac(ctx, true, out, (size_t)n, mac, reterr);
 	if (r < 0)
 		return r;
@@ -189,8 +196,9 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 {
 	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], untrusted_text[256], want[256];
 	_cleanup_close_ int fd = -1;
+	struct anchor parsed;
 	uint8_t last[32];
-	uint64_t count;
+	uint64_t count, tpm = 0;
 	ssize_t n;
 	int k, r;
 
@@ -206,10 +214,13 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 	if (n < 0)
 		return error_set_errno(reterr, -errno, "cannot read the anchor %s", path);
 	untrusted_text[n] = '\0';
-	if (sscanf(untrusted_text, "v1 count=%" SCNu64 " last=%64s", &count, want) != 2 ||
-	    hex_decode(want, 32, last) < 0)
+	k = sscanf(untrusted_text, "v1 count=%" SCNu64 " last=%64s tpm=%" SCNu64, &count, want,
+		   &tpm);
+	if (k < 2 || hex_decode(want, 32, last) < 0)
 		return error_set(reterr, -EBADMSG, "the anchor %s is malformed", path);
-	k = anchor_format(ctx, count, last, want, sizeof(want), reterr);
+	parsed = (struct anchor){ .count = count, .bound = k == 3, .tpm = k == 3 ? tpm : 0 };
+	memcpy(parsed.last, last, 32);
+	k = anchor_format(ctx, &parsed, want, sizeof(want), reterr);
 	if (k < 0)
 		return k;
 	r = (size_t)n == (size_t)k && crypto_equal(want, untrusted_text, (size_t)k);
@@ -218,9 +229,8 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 				 "the anchor %s does not verify: it was edited, or made with "
 				 "another key",
 				 path);
+	*a = parsed;
 	a->present = true;
-	a->count = count;
-	memcpy(a->last, last, 32);
 	return 0;
 }
 
@@ -230,14 +240,94 @@ anchor_write(struct clip_audit *audit, struct clip_error **reterr)
 	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], text[256];
 	int n, r;
 
+	struct anchor a = { .count = audit->count,
+			    .bound = audit->tpm_bound,
+			    .tpm = audit->tpm + 1 };
+	uint64_t now;
+
+	memcpy(a.last, audit->last, 32);
 	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, audit->name);
-	n = anchor_format(audit->ctx, audit->count, audit->last, text, sizeof(text), reterr);
+	n = anchor_format(audit->ctx, &a, text, sizeof(text), reterr);
 	if (n < 0)
 		return n;
 	r = write_file_atomic(audit->dirfd, path, text, (size_t)n, 0600, true);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot update the anchor %s", path);
+	if (!audit->tpm_bound)
+		return 0;
+	/*
+	 * The anchor first, then the counter: a crash between the two leaves
+	 * the anchor one ahead, which the next writer repairs; the other way
+	 * round it would leave a log that looks rolled back.
+	 */
+	r = tpm_counter_increment(audit->ctx, TPM_AUDIT_NV_INDEX, &now, reterr);
+	if (r < 0)
+		return r;
+	if (now != a.tpm)
+		return error_set(reterr, -EBADMSG,
+				 "the TPM counter 0x%08x is %" PRIu64 ", %" PRIu64
+				 " expected: something else increments it",
+				 TPM_AUDIT_NV_INDEX, now, a.tpm);
+	audit->tpm = now;
 	return 0;
+}
+
+/*
+ * Whether the log is bound to the TPM counter: with the tpm key provider
+ * (doc/tpm.md, "The audit counter"). Test hook "audit-nv-counter".
+ */
+static bool
+audit_uses_tpm(struct clip_ctx *ctx)
+{
+	const char *provider = clip_ctx_get_key_provider(ctx);
+
+	return provider && strcmp(provider, "tpm") == 0 && !test_hook_disabled("audit-nv-counter");
+}
+
+/*
+ * The anchor @a of the log @name against the TPM counter, whose value goes
+ * to *@ret_counter: 0 when they agree, 1 when the counter is one behind (a
+ * crash between the anchor's update and the counter's increment), -ENOENT
+ * or -ENODATA (no message) when the TPM has no counter, or one never
+ * incremented, and the anchor is not bound; -EBADMSG on a rollback.
+ */
+static int
+counter_check(struct clip_ctx *ctx, const char *name, const struct anchor *a, uint64_t *ret_counter,
+	      struct clip_error **reterr)
+{
+	uint64_t c = 0;
+	int r;
+
+	r = tpm_counter_read(ctx, TPM_AUDIT_NV_INDEX, &c, reterr);
+	if ((r == -ENOENT || r == -ENODATA) && a->bound)
+		return error_set(reterr, -EBADMSG,
+				 "the anchor of %s is bound to the TPM counter 0x%08x (at %" PRIu64
+				 "), which the TPM does not have: the TPM was cleared or the "
+				 "counter removed (doc/tpm.md, starting a new log)",
+				 name, TPM_AUDIT_NV_INDEX, a->tpm);
+	if (r < 0)
+		return r;
+	*ret_counter = c;
+	if (!a->bound)
+		return error_set(
+			reterr, -EBADMSG,
+			"the anchor of %s is not bound to the TPM counter 0x%08x, which is "
+			"at %" PRIu64 ": the log was rolled back to before its binding, "
+			"deleted or replaced (doc/tpm.md, starting a new log)",
+			name, TPM_AUDIT_NV_INDEX, c);
+	if (a->tpm == c)
+		return 0;
+	if (a->tpm == c + 1)
+		return 1;
+	if (a->tpm < c)
+		return error_set(reterr, -EBADMSG,
+				 "the log %s and its anchor were rolled back: the anchor says TPM "
+				 "count %" PRIu64 ", the TPM counter 0x%08x is at %" PRIu64,
+				 name, a->tpm, TPM_AUDIT_NV_INDEX, c);
+	return error_set(reterr, -EBADMSG,
+			 "the anchor of %s is ahead of the TPM counter 0x%08x (%" PRIu64
+			 " for %" PRIu64 "): it was made with another TPM or counter",
+			 name, TPM_AUDIT_NV_INDEX, a->tpm, c);
 }
 
 struct walk {
@@ -395,6 +485,34 @@ audit_verify(struct clip_ctx *ctx, int dirfd, const char *name, clip_audit_recor
 			    name, w.count);
 		warnings |= CLIP_AUDIT_WARN_TORN;
 	}
+	if (audit_uses_tpm(ctx)) {
+		uint64_t c;
+
+		r = counter_check(ctx, name, &a, &c, reterr);
+		if (r == -ENOENT || r == -ENODATA) {
+			log_warning(ctx,
+				    "audit log %s: not bound to the TPM counter 0x%08x yet (its "
+				    "writer binds it when it next opens it): a rollback of the log "
+				    "with its anchor would not be seen",
+				    name, TPM_AUDIT_NV_INDEX);
+			warnings |= CLIP_AUDIT_WARN_NOT_COUNTED;
+		} else if (r == 1) {
+			log_warning(ctx,
+				    "audit log %s: the TPM counter is one behind the anchor (a "
+				    "crash between the anchor's update and the counter's "
+				    "increment)",
+				    name);
+			warnings |= CLIP_AUDIT_WARN_COUNTER_LAGS;
+		} else if (r < 0)
+			return r;
+	} else if (a.bound) {
+		log_warning(ctx,
+			    "audit log %s: bound to the TPM counter 0x%08x, which was not read: "
+			    "a rollback of the log with its anchor is seen only with the tpm "
+			    "key provider",
+			    name, TPM_AUDIT_NV_INDEX);
+		warnings |= CLIP_AUDIT_WARN_NOT_COUNTED;
+	}
 	if (ret_count)
 		*ret_count = w.count;
 	if (ret_warnings)
@@ -452,6 +570,7 @@ audit_recover(struct clip_audit *audit, struct clip_error **reterr)
 {
 	struct anchor a;
 	struct walk w;
+	bool bind = false;
 	int r;
 
 	r = anchor_read(audit->ctx, audit->dirfd, audit->name, &a, reterr);
@@ -482,7 +601,23 @@ audit_recover(struct clip_audit *audit, struct clip_error **reterr)
 	}
 	audit->count = w.count;
 	memcpy(audit->last, w.last, 32);
-	if (!a.present || w.count != a.count)
+	if (audit_uses_tpm(audit->ctx)) {
+		uint64_t c = 0;
+
+		r = counter_check(audit->ctx, audit->name, &a, &c, reterr);
+		/* The first writer with the tpm key provider binds the log. */
+		if (r == -ENOENT)
+			r = tpm_counter_define(audit->ctx, TPM_AUDIT_NV_INDEX, &c, reterr);
+		/* Never incremented (a crash after defining it), or one behind the anchor. */
+		else if (r == -ENODATA || r == 1)
+			r = tpm_counter_increment(audit->ctx, TPM_AUDIT_NV_INDEX, &c, reterr);
+		if (r < 0)
+			return r;
+		bind = !a.bound;
+		audit->tpm_bound = true;
+		audit->tpm = c;
+	}
+	if (!a.present || w.count != a.count || bind)
 		return anchor_write(audit, reterr);
 	return 0;
 }

@@ -5,7 +5,7 @@
  * mediator and its policy, delivery into an inbox (content filters,
  * envelopes) and the tamper-evident audit log.
  *
- * Calls: base cage keys label level
+ * Calls: base cage keys label level tpm
  */
 #pragma once
 
