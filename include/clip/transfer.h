@@ -163,11 +163,16 @@ int clip_transfer_get_digest(const struct clip_transfer *transfer, uint64_t *siz
  *
  * Not for cages: the key is the core's (the context's state directory or
  * TPM), and whoever holds it decides where plain text may go. The
- * envelope is read from @in_fd's offset to its end (a file, a pipe). The
- * plain text is decrypted into an unnamed memory file (memfd) and written
- * to @out_fd only once the whole envelope has been authenticated: a
- * refused envelope writes nothing to @out_fd. Opening therefore needs as
- * much memory (or swap) as the document.
+ * envelope is read from @in_fd's offset to its end (a file, a pipe); a
+ * regular file no further than the size it has when the call starts,
+ * and not at all when it is sparse (cipher text has no holes). The plain
+ * text is decrypted into an unnamed memory file (memfd) and written to
+ * @out_fd only once the whole envelope has been authenticated: a refused
+ * envelope writes nothing to @out_fd. Opening therefore needs as much
+ * memory (or swap) as the document, at most 256 MiB from a pipe. When
+ * @out_fd is an unnamed regular file (O_TMPFILE, memfd: no other process
+ * can open it by a name), the plain text goes straight into it, and a
+ * refusal cuts it back to its length at the call.
  *
  * @param ctx the context whose key sealed the envelope (the mediator's)
  * @param target the name of the cage the envelope was delivered to (it is
@@ -177,8 +182,9 @@ int clip_transfer_get_digest(const struct clip_transfer *transfer, uint64_t *siz
  * @param reterr optional
  * @return 0, or -EINVAL (bad arguments), -EBADF (@in_fd not readable,
  *	   @out_fd not writable), -EBADMSG (empty, not an envelope, cut
- *	   short, altered, for another cage or under another key: nothing
- *	   written), -EFBIG (more than AES-GCM can hold, 64 GiB), -ENOKEY
+ *	   short, altered, for another cage or under another key, sparse, or
+ *	   growing while read: nothing written), -EFBIG (more than AES-GCM
+ *	   can hold, 64 GiB; over 256 MiB from a pipe), -ENOKEY
  *	   (the context has no key), -ENOMEM, -EIO, -ENOSPC, -EDQUOT
  *	   (writing @out_fd: part of the plain text may have been written),
  *	   -ECHILD, and the errors of reading the context's key.
