@@ -10,6 +10,7 @@
 
 #include <clip/clip.h>
 
+#include "base/util.h"
 #include "helpers.h"
 
 struct log_fixture {
@@ -183,6 +184,43 @@ Test(audit, a_torn_tail_is_cut_on_open_and_the_chain_goes_on)
 	text = slurp(f.dfd, "t.log");
 	cr_assert_null(strstr(text, "event=req "));
 	free(text);
+	log_teardown(&f);
+}
+
+/* What leaves a log valid but proves less is returned, not only logged. */
+Test(audit, check_returns_a_stale_anchor_and_a_torn_tail)
+{
+	struct log_fixture f;
+	struct clip_audit *a = NULL;
+	struct clip_audit_entry e = { .size = sizeof(e), .event = "decision" };
+	char *head;
+	unsigned warnings = ~0u;
+	uint64_t n = 0;
+	int fd;
+
+	log_setup(&f, 2);
+	cr_assert_eq(clip_audit_check(f.ctx, f.dfd, "t.log", NULL, NULL, &n, &warnings, NULL), 0);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(warnings, 0);
+	/* A stale anchor put back under a newer record. */
+	head = slurp(f.dfd, "t.log.head");
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	cr_assert_eq(clip_audit_append(a, &e, NULL), 0);
+	clip_audit_unref(a);
+	cr_assert_eq(write_file_atomic(f.dfd, "t.log.head", head, strlen(head), 0600, true), 0);
+	cr_assert_eq(clip_audit_check(f.ctx, f.dfd, "t.log", NULL, NULL, &n, &warnings, NULL), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(warnings, CLIP_AUDIT_WARN_UNANCHORED);
+	/* And a torn tail. */
+	fd = openat(f.dfd, "t.log", O_WRONLY | O_APPEND | O_CLOEXEC);
+	cr_assert_eq(write(fd, "v1 seq=4 time=1", 15), 15);
+	close(fd);
+	cr_assert_eq(clip_audit_check(f.ctx, f.dfd, "t.log", NULL, NULL, &n, &warnings, NULL), 0);
+	cr_assert_eq(warnings, CLIP_AUDIT_WARN_UNANCHORED | CLIP_AUDIT_WARN_TORN);
+	/* The file key provider: no TPM counter to compare, none expected. */
+	cr_assert_eq(warnings & CLIP_AUDIT_WARN_NOT_COUNTED, 0);
+	assert_errno(clip_audit_check(f.ctx, f.dfd, "t.log", NULL, NULL, &n, NULL, NULL), -EINVAL);
+	free(head);
 	log_teardown(&f);
 }
 

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <clip/clip.h>
@@ -351,6 +353,112 @@ Test(envelope, over_what_aes_gcm_holds_is_refused_unread)
 	close(out);
 	close(fd);
 	unlink(path);
+	env_teardown(&e);
+}
+
+/* An output file with a name, so that the plain text is staged in memory. */
+static int
+named_output(const struct env *e)
+{
+	char path[600];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/opened", e->dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+Test(envelope, an_endless_stream_is_refused_at_the_memory_bound, .timeout = 240)
+{
+	struct clip_error *err = NULL;
+	struct stat st;
+	struct env e;
+	int in[2], out, status;
+	pid_t pid;
+
+	env_setup(&e, "low", (const uint8_t *)"x", 1);
+	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* The head of an envelope, then more than the library holds: 300 MiB. */
+		static uint8_t zeros[1 << 16];
+
+		close(in[0]);
+		if (write(in[1], e.sealed, 20) != 20)
+			_exit(1);
+		for (int i = 0; i < 300 * 16; i++)
+			if (write(in[1], zeros, sizeof(zeros)) != sizeof(zeros))
+				_exit(2);
+		_exit(0);
+	}
+	close(in[1]);
+	out = named_output(&e);
+	assert_errno(clip_transfer_open_envelope(e.ctx, "low", in[0], out, &err), -EFBIG);
+	cr_assert(strstr(clip_error_get_message(err), "goes on past 256 MiB of plain text"), "%s",
+		  clip_error_get_message(err));
+	clip_error_free(err);
+	close(in[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE,
+		  "the writer was cut off, not read to its end");
+	cr_assert_eq(fstat(out, &st), 0);
+	cr_assert_eq(st.st_size, 0);
+	close(out);
+	env_teardown(&e);
+}
+
+Test(envelope, a_sparse_file_is_refused_unread)
+{
+	struct clip_error *err = NULL;
+	char path[600];
+	struct env e;
+	int fd, out;
+
+	env_setup(&e, "low", (const uint8_t *)"x", 1);
+	snprintf(path, sizeof(path), "%s/sparse", e.dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, e.sealed, 20), 20);
+	cr_assert_eq(ftruncate(fd, 64 << 20), 0);
+	cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+	out = named_output(&e);
+	assert_errno(clip_transfer_open_envelope(e.ctx, "low", fd, out, &err), -EBADMSG);
+	cr_assert(strstr(clip_error_get_message(err),
+			 "the envelope is a sparse file (67108864 bytes, "),
+		  "%s", clip_error_get_message(err));
+	cr_assert_eq(lseek(fd, 0, SEEK_CUR), 0, "not read at all");
+	clip_error_free(err);
+	close(fd);
+	close(out);
+	env_teardown(&e);
+}
+
+Test(envelope, an_unnamed_output_gets_the_plain_text_and_is_cut_back_on_a_refusal)
+{
+	uint8_t buf[64] = { 0 };
+	struct stat st;
+	struct env e;
+	int in, out;
+
+	env_setup(&e, "low", (const uint8_t *)"straight to disk", 16);
+	out = open(e.dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	cr_assert_geq(out, 0);
+	cr_assert_eq(write(out, "kept", 4), 4);
+	in = memfd_with(e.sealed, e.n);
+	assert_errno(clip_transfer_open_envelope(e.ctx, "low", in, out, NULL), 0);
+	cr_assert_eq(pread(out, buf, sizeof(buf), 0), 20);
+	cr_assert_eq(memcmp(buf, "keptstraight to disk", 20), 0);
+	close(in);
+	/* A flipped tag: what was decrypted is cut away again, what was there kept. */
+	e.sealed[e.n - 1] ^= 1;
+	in = memfd_with(e.sealed, e.n);
+	assert_errno(clip_transfer_open_envelope(e.ctx, "low", in, out, NULL), -EBADMSG);
+	cr_assert_eq(fstat(out, &st), 0);
+	cr_assert_eq(st.st_size, 20);
+	close(in);
+	close(out);
 	env_teardown(&e);
 }
 

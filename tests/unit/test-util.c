@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -340,4 +341,63 @@ Test(utf8, name_check_names_the_code_point_and_where)
 	cr_assert_null(utf8_name_check("r\xc3\xa9sum\xc3\xa9.odt", 11, &c, &at));
 	cr_assert_eq(c, 1, "a name taken wrote its arguments");
 	cr_assert_null(utf8_name_check("", 0, &c, &at));
+}
+
+/* open_regular(): what a cage can put where the core reads. */
+Test(util, only_a_regular_file_is_opened_where_another_party_writes, .timeout = 10)
+{
+	char *dir = test_tmpdir("tmpfs"), path[4200];
+	struct clip_error *err = NULL;
+	struct stat st;
+	long long start = now_ms();
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(mkfifoat(dfd, "fifo", 0600), 0);
+	cr_assert_eq(symlinkat("/dev/zero", dfd, "zero"), 0);
+	cr_assert_eq(mkdirat(dfd, "dir", 0700), 0);
+	fd = openat(dfd, "file", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	cr_assert_eq(write(fd, "0123456789", 10), 10);
+	close(fd);
+
+	/* A FIFO without a writer: refused at once, not waited on. */
+	assert_errno(open_regular(dfd, "fifo", 0, NULL, &err), -EMEDIUMTYPE);
+	cr_assert_str_eq(clip_error_get_message(err),
+			 "fifo is a FIFO, not a regular file: refused without reading it");
+	clip_error_free(err);
+	err = NULL;
+	cr_assert_lt(now_ms() - start, 2000);
+	assert_errno(open_regular(dfd, "zero", 0, NULL, &err), -ELOOP);
+	cr_assert(strstr(clip_error_get_message(err), "zero is a symbolic link: not followed"));
+	clip_error_free(err);
+	err = NULL;
+	assert_errno(open_regular(dfd, "dir", 0, NULL, &err), -EMEDIUMTYPE);
+	cr_assert(strstr(clip_error_get_message(err), "dir is a directory, not a regular file"));
+	clip_error_free(err);
+	err = NULL;
+	assert_errno(open_regular(AT_FDCWD, "/dev/zero", 0, NULL, &err), -EMEDIUMTYPE);
+	cr_assert(strstr(clip_error_get_message(err), "is a character device"));
+	clip_error_free(err);
+	err = NULL;
+	assert_errno(open_regular(dfd, "file", 9, NULL, &err), -EFBIG);
+	cr_assert(strstr(clip_error_get_message(err), "file has 10 bytes, over the limit of 9"));
+	clip_error_free(err);
+	err = NULL;
+	/* Missing: -ENOENT and no message, for callers to whom that is no error. */
+	assert_errno(open_regular(dfd, "missing", 0, NULL, &err), -ENOENT);
+	cr_assert_null(err);
+
+	fd = open_regular(dfd, "file", 10, &st, &err);
+	cr_assert_geq(fd, 0);
+	cr_assert_null(err);
+	cr_assert_eq(st.st_size, 10);
+	cr_assert_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0, "blocking again once known regular");
+	cr_assert_neq(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/file", dir);
+	fd = open_regular(AT_FDCWD, path, 0, NULL, NULL);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	close(dfd);
+	free(dir);
 }
