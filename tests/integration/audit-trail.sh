@@ -31,7 +31,7 @@ is "a stale anchor: valid, with warnings" "$out" "audit.log: 5 records, valid, w
 expect 3 "a stale anchor: audit show exits 3 too" -- "${c[@]}" audit show
 like "a stale anchor: audit show warns" "$err" "warning: .*after the anchor"
 expect 0 "the writer anchors them again" -- "$append" "$s" file 0
-expect 0 "then the log verifies without warning" -- "${c[@]}" audit verify
+expect 0 "anchored again, the log verifies without warning" -- "${c[@]}" audit verify
 
 echo "# a torn last record"
 printf 'v1 seq=6 time=1.0 event=req' >>"$s/audit.log"
@@ -39,7 +39,7 @@ expect 3 "a torn tail: exit 3 without -v" -- "${c[@]}" audit verify
 like "a torn tail: the warning on stderr" "$err" "^clipctl: warning: audit log audit.log: a torn last record after record 5"
 is "a torn tail: valid, with warnings" "$out" "audit.log: 5 records, valid, with the warnings above"
 expect 0 "the writer cuts the torn record" -- "$append" "$s" file 1
-expect 0 "then the log verifies without warning" -- "${c[@]}" audit verify
+expect 0 "the torn record cut, the log verifies without warning" -- "${c[@]}" audit verify
 is "six records" "$out" "audit.log: 6 records, valid"
 
 echo "# what is not a warning stays an error"
