@@ -169,7 +169,8 @@ int clip_transfer_get_digest(const struct clip_transfer *transfer, uint64_t *siz
  * text is decrypted into an unnamed memory file (memfd) and written to
  * @out_fd only once the whole envelope has been authenticated: a refused
  * envelope writes nothing to @out_fd. Opening therefore needs as much
- * memory (or swap) as the document, at most 256 MiB from a pipe. When
+ * memory (or swap) as the document, and a document over 256 MiB is
+ * refused (before reading a regular file, when reached from a pipe). When
  * @out_fd is an unnamed regular file (O_TMPFILE, memfd: no other process
  * can open it by a name), the plain text goes straight into it, and a
  * refusal cuts it back to its length at the call.
@@ -184,7 +185,7 @@ int clip_transfer_get_digest(const struct clip_transfer *transfer, uint64_t *siz
  *	   @out_fd not writable), -EBADMSG (empty, not an envelope, cut
  *	   short, altered, for another cage or under another key, sparse, or
  *	   growing while read: nothing written), -EFBIG (more than AES-GCM
- *	   can hold, 64 GiB; over 256 MiB from a pipe), -ENOKEY
+ *	   can hold, 64 GiB; over 256 MiB held in memory), -ENOKEY
  *	   (the context has no key), -ENOMEM, -EIO, -ENOSPC, -EDQUOT
  *	   (writing @out_fd: part of the plain text may have been written),
  *	   -ECHILD, and the errors of reading the context's key.

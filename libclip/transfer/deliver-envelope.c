@@ -129,9 +129,10 @@ envelope_open(const uint8_t key[CLIP_KEY_SIZE], const char *aad, const uint8_t *
 /* One AES-GCM message: at most 2^36 - 32 bytes of plain text (NIST SP 800-38D). */
 #define ENVELOPE_MAX ((UINT64_C(1) << 36) - 32 + ENVELOPE_HEAD + ENVELOPE_TAG_SIZE)
 /*
- * The most plain text held in memory before it is authenticated when the
- * envelope's size is not known in advance (a pipe): a stream that never
- * ends is refused there, not followed until memory runs out.
+ * The most plain text held in memory before it is authenticated: a
+ * larger regular file is refused before it is read, a stream that goes on
+ * (a pipe) when it gets there, rather than followed until memory runs
+ * out. Larger documents are opened into an unnamed file (on disk).
  */
 #define ENVELOPE_MEMORY_MAX (UINT64_C(256) << 20)
 /* Cipher text has no holes: a sparse "envelope" over this size is refused unread. */
@@ -237,8 +238,8 @@ envelope_body(EVP_CIPHER_CTX *c, int in_fd, const struct envelope_io *io, const 
 			return error_set(
 				reterr, -EFBIG,
 				"the envelope goes on past %llu MiB of plain text, the most "
-				"held in memory before it is authenticated: open it from a "
-				"regular file, or into an unnamed one",
+				"held in memory before it is authenticated: open it into a "
+				"file (clipctl transfer open -o)",
 				(unsigned long long)(io->plain_max >> 20));
 		if (total > ENVELOPE_MAX)
 			return error_set(reterr, -EFBIG,
@@ -302,10 +303,10 @@ envelope_expose(int tmp_fd, int out_fd, struct clip_error **reterr)
 /*
  * What bounds the reading (test hook "envelope-bound" switches it off): a
  * regular file is read up to the size it has now, and refused unread when
- * sparse; anything else (a pipe) is staged in memory up to
- * ENVELOPE_MEMORY_MAX. An unnamed regular output file (O_TMPFILE: no name
- * anyone can open it by) gets the plain text directly, on disk rather
- * than in memory, and is cut back on a refusal.
+ * sparse; the plain text staged in memory is at most ENVELOPE_MEMORY_MAX.
+ * An unnamed regular output file (O_TMPFILE, memfd: no name anyone can
+ * open it by) gets the plain text directly, without that bound, and is
+ * cut back on a refusal.
  */
 static int
 envelope_bounds(int in_fd, const struct stat *st, int out_fd, const struct stat *out_st,
@@ -319,10 +320,9 @@ envelope_bounds(int in_fd, const struct stat *st, int out_fd, const struct stat 
 		io->out_start = lseek(out_fd, 0, SEEK_CUR);
 		io->direct = io->out_start >= 0;
 	}
-	if (!S_ISREG(st->st_mode)) {
-		io->plain_max = io->direct ? 0 : ENVELOPE_MEMORY_MAX;
+	io->plain_max = io->direct ? 0 : ENVELOPE_MEMORY_MAX;
+	if (!S_ISREG(st->st_mode))
 		return 0;
-	}
 	pos = lseek(in_fd, 0, SEEK_CUR);
 	if (pos < 0)
 		return error_set_errno(reterr, -errno, "cannot seek the envelope");
@@ -337,6 +337,13 @@ envelope_bounds(int in_fd, const struct stat *st, int out_fd, const struct stat 
 				 "cipher text has no holes, refused unread",
 				 (unsigned long long)st->st_size,
 				 (unsigned long long)st->st_blocks * 512);
+	if (io->plain_max > 0 && io->in_max > io->plain_max + ENVELOPE_HEAD + ENVELOPE_TAG_SIZE)
+		return error_set(reterr, -EFBIG,
+				 "the envelope has %llu bytes, over the %llu MiB of plain text "
+				 "held in memory before it is authenticated: open it into a file "
+				 "(clipctl transfer open -o)",
+				 (unsigned long long)io->in_max,
+				 (unsigned long long)(io->plain_max >> 20));
 	return 0;
 }
 

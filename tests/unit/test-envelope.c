@@ -435,6 +435,38 @@ Test(envelope, a_sparse_file_is_refused_unread)
 	env_teardown(&e);
 }
 
+Test(envelope, a_file_over_the_memory_bound_is_refused_unread)
+{
+	struct clip_error *err = NULL;
+	char *dir = test_tmpdir("ext4"), path[600];
+	struct stat st;
+	struct env e;
+	int fd, out;
+
+	env_setup(&e, "low", (const uint8_t *)"x", 1);
+	snprintf(path, sizeof(path), "%s/big", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	/* Allocated, not sparse: 257 MiB of blocks, none written. */
+	cr_assert_eq(fallocate(fd, 0, 0, 257 << 20), 0);
+	cr_assert_eq(pwrite(fd, e.sealed, 20, 0), 20);
+	out = named_output(&e);
+	assert_errno(clip_transfer_open_envelope(e.ctx, "low", fd, out, &err), -EFBIG);
+	cr_assert(strstr(clip_error_get_message(err),
+			 "the envelope has 269484032 bytes, over the 256 MiB of plain text held "
+			 "in memory"),
+		  "%s", clip_error_get_message(err));
+	cr_assert_eq(lseek(fd, 0, SEEK_CUR), 0, "not read at all");
+	cr_assert_eq(fstat(out, &st), 0);
+	cr_assert_eq(st.st_size, 0);
+	clip_error_free(err);
+	close(out);
+	close(fd);
+	unlink(path);
+	free(dir);
+	env_teardown(&e);
+}
+
 Test(envelope, an_unnamed_output_gets_the_plain_text_and_is_cut_back_on_a_refusal)
 {
 	uint8_t buf[64] = { 0 };
