@@ -593,14 +593,7 @@ audit_recover(struct clip_audit *audit, struct clip_error **reterr)
 		return error_set(reterr, -EBADMSG,
 				 "record %" PRIu64 " of %s does not match the anchor", a.count,
 				 audit->name);
-	if (w.torn) {
-		log_warning(audit->ctx, "audit log %s: cutting a record torn by a crash",
-			    audit->name);
-		if (ftruncate(audit->fd, w.good_end) < 0 || fsync(audit->fd) < 0)
-			return error_set_errno(reterr, -errno, "cannot repair %s", audit->name);
-	}
-	audit->count = w.count;
-	memcpy(audit->last, w.last, 32);
+	/* Before any repair: a rolled-back log is left as it was found. */
 	if (audit_uses_tpm(audit->ctx)) {
 		uint64_t c = 0;
 
@@ -617,6 +610,14 @@ audit_recover(struct clip_audit *audit, struct clip_error **reterr)
 		audit->tpm_bound = true;
 		audit->tpm = c;
 	}
+	if (w.torn) {
+		log_warning(audit->ctx, "audit log %s: cutting a record torn by a crash",
+			    audit->name);
+		if (ftruncate(audit->fd, w.good_end) < 0 || fsync(audit->fd) < 0)
+			return error_set_errno(reterr, -errno, "cannot repair %s", audit->name);
+	}
+	audit->count = w.count;
+	memcpy(audit->last, w.last, 32);
 	if (!a.present || w.count != a.count || bind)
 		return anchor_write(audit, reterr);
 	return 0;
