@@ -353,7 +353,7 @@ echo "# disk: a document rewritten while it is read, its mtime set back each tim
 # document (version k at both ends) and sets its mtime back with utimensat()
 # after each write, every millisecond, while clipctl sends it: size and mtime
 # never change, only the ctime (which no cage can set) does.
-rewrite='import os, subprocess, sys, time
+rewrite='import os, signal, subprocess, sys, time
 path = "/data/moving"
 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
 for i in range(64):
@@ -363,13 +363,16 @@ pid = os.fork()
 if pid == 0:
     k = 0
     while True:
+        # Stopped only between two rounds, the mtime set back each time.
+        signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])
         k = (k + 1) % 256
         os.pwrite(fd, bytes([k]) * 4096, 0)
         os.pwrite(fd, bytes([k]) * 4096, (64 << 20) - 4096)
         os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
         time.sleep(0.001)
 r = subprocess.run(sys.argv[1:] + [path, "--to", "high"], capture_output=True, text=True)
-os.kill(pid, 9)
+os.kill(pid, signal.SIGTERM)
 os.waitpid(pid, 0)
 st2 = os.fstat(fd)
 print("status", r.returncode, "mtime", "kept" if st2.st_mtime_ns == st.st_mtime_ns else "moved")
