@@ -35,6 +35,7 @@ mediator_pending_free(struct clip_mediator *m, struct pending *p)
 	p->target->pending_in -= p->charged;
 	if (p->conn)
 		p->conn->n_pending--;
+	p->source->n_pending--;
 	free(p);
 }
 

@@ -27,7 +27,15 @@
 #include "base/util.h"
 #include "base/test-hooks.h"
 
+/*
+ * Questions waiting for the user: in all, and per source cage, so that one
+ * cage cannot fill the user's queue and leave another unasked. The share
+ * of a cage is PENDING_PER_CAGE, or less when that many cages would pass
+ * PENDING_MAX together: there is always room for every cage's question.
+ */
 #define PENDING_MAX 256
+#define PENDING_PER_CAGE 4
+/* Before mediator-fair-queue: per connection, which a cage opens at will. */
 #define PENDING_PER_CONN 4
 /* Documents read at once, in all and per source cage (so that one cage
  * sending big documents leaves room for the others). */
@@ -39,12 +47,12 @@
 #define JOBS_PER_CONN 4
 
 static void
-job_free(struct job *j)
+job_free(struct clip_mediator *m, struct job *j)
 {
 	clip_ctx_unref(j->filter_ctx);
 	deliver_abort(&j->d);
-	if (j->src_fd >= 0)
-		close(j->src_fd);
+	/* The cage's: its close may wait (a FUSE file's flush), not on the loop. */
+	mediator_close_untrusted(m, j->src_fd);
 	clip_error_free(j->error);
 	secure_wipe(j->key, sizeof(j->key));
 	free(j);
@@ -151,7 +159,7 @@ mediator_jobs_stop(struct clip_mediator *m)
 		struct job *j = m->jobs;
 
 		m->jobs = j->next;
-		job_free(j);
+		job_free(m, j);
 	}
 	m->n_jobs = m->n_running = 0;
 	if (empty >= 0)
@@ -202,7 +210,7 @@ mediator_job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *m
 	if (j->filter && job_filter_ctx(m, j) < 0) {
 		mediator_outcome_error(&o, -ENOMEM, NULL, "cannot run the filter");
 		mediator_finish(m, c, q->id, c->cage, target, q->target, q->name, NULL, &o);
-		job_free(j);
+		job_free(m, j);
 		return;
 	}
 	atomic_init(&j->cancelled, false);
@@ -275,12 +283,43 @@ pending_budget_check(struct clip_mediator *m, const struct job *j, char *reason,
 	return true;
 }
 
+/* The questions @cage may have waiting for the user. */
+static unsigned
+pending_share(const struct clip_mediator *m)
+{
+	size_t share = m->n_cages ? PENDING_MAX / m->n_cages : PENDING_MAX;
+
+	return share < 1 ? 1 : share < PENDING_PER_CAGE ? (unsigned)share : PENDING_PER_CAGE;
+}
+
+/* Whether one more question of @cage (on @c) may wait for the user; @reason says why not. */
+static bool
+pending_room(const struct clip_mediator *m, const struct cage *cage, const struct conn *c,
+	     char *reason, size_t size)
+{
+	if (test_hook_disabled("mediator-fair-queue")) {
+		snprintf(reason, size, "too many questions waiting for the user");
+		return !(c && c->n_pending >= PENDING_PER_CONN) && m->n_pending < PENDING_MAX;
+	}
+	if (cage->n_pending >= pending_share(m)) {
+		snprintf(reason, size,
+			 "cage '%s' has %u questions waiting for the user, its limit: try "
+			 "again once one is answered",
+			 cage->name, cage->n_pending);
+		return false;
+	}
+	/* A fuse: the shares add up to at most PENDING_MAX. */
+	snprintf(reason, size, "too many questions waiting for the user (%d)", PENDING_MAX);
+	return m->n_pending < PENDING_MAX;
+}
+
 /* The document is in (or not): what handle_request() did next when it read it itself. */
 static void
 job_finish(struct clip_mediator *m, struct job *j)
 {
 	struct conn *c = j->conn;
 	struct outcome o = { 0 };
+	char reason[PROTO_TEXT_MAX + 1];
 	struct pending *p;
 	int r;
 
@@ -306,25 +345,18 @@ job_finish(struct clip_mediator *m, struct job *j)
 	}
 
 	/* ask */
-	if (m->agent.fd < 0 || (c && c->n_pending >= PENDING_PER_CONN) ||
-	    m->n_pending >= PENDING_MAX) {
+	if (m->agent.fd < 0 || !pending_room(m, j->source, c, reason, sizeof(reason))) {
 		mediator_outcome_set(&o, PROTO_STATUS_DENIED_USER, 0, "deny", "mediator",
-				     m->agent.fd < 0 ? "no confirmation agent is running"
-						     : "too many questions waiting for the user");
+				     m->agent.fd < 0 ? "no confirmation agent is running" : reason);
 		mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name,
 				&j->d, &o);
 		return;
 	}
-	{
-		char reason[PROTO_TEXT_MAX + 1];
-
-		if (!pending_budget_check(m, j, reason, sizeof(reason))) {
-			mediator_outcome_set(&o, PROTO_STATUS_FAILED, -EDQUOT, "deny", "mediator",
-					     reason);
-			mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name,
-					j->name, &j->d, &o);
-			return;
-		}
+	if (!pending_budget_check(m, j, reason, sizeof(reason))) {
+		mediator_outcome_set(&o, PROTO_STATUS_FAILED, -EDQUOT, "deny", "mediator", reason);
+		mediator_finish(m, c, j->client_id, j->source, j->target, j->target->name, j->name,
+				&j->d, &o);
+		return;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
@@ -345,6 +377,7 @@ job_finish(struct clip_mediator *m, struct job *j)
 	snprintf(p->name, sizeof(p->name), "%s", j->name);
 	if (c)
 		c->n_pending++;
+	p->source->n_pending++; /* until mediator_pending_free() */
 	r = mediator_ask(m, p, j->note);
 	if (r < 0) {
 		if (c)
@@ -397,5 +430,5 @@ mediator_handle_done(struct clip_mediator *m)
 	}
 	jobs_schedule(m);
 	job_finish(m, j);
-	job_free(j);
+	job_free(m, j);
 }

@@ -82,7 +82,9 @@ mediator_conn_close(struct clip_mediator *m, struct conn *c)
 			m->n_conns--;
 			break;
 		}
-	mediator_unwatch_close(m, &c->src);
+	/* Its queue may hold documents: closed off the loop, as they are. */
+	(void)epoll_ctl(m->epfd, EPOLL_CTL_DEL, c->src.fd, NULL);
+	mediator_close_untrusted(m, c->src.fd);
 	free(c);
 }
 
@@ -101,6 +103,7 @@ mediator_free(struct clip_mediator *m)
 	}
 	while (m->conns)
 		mediator_conn_close(m, m->conns);
+	mediator_closer_stop(m);
 	for (size_t i = 0; i < m->n_cages; i++) {
 		struct cage *c = m->cages[i];
 
@@ -498,6 +501,20 @@ name_refused(const char *name, char *reason, size_t size)
 	return true;
 }
 
+/* A cage's fd is closed off the loop (mediator-fd.c). */
+static void
+drop_fd(int fd, void *userdata)
+{
+	mediator_close_untrusted(userdata, fd);
+}
+
+static void
+msg_drop(struct clip_mediator *m, struct proto_msg *msg)
+{
+	mediator_close_untrusted(m, msg->fd);
+	msg->fd = -1;
+}
+
 static void
 handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 {
@@ -516,6 +533,17 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 		mediator_outcome_set(&o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
 				     "the audit log cannot be written");
 		reply(m, c, q->id, &o, NULL);
+		return;
+	}
+	/* Not a regular file: refused here, before a worker or the policy sees it. */
+	r = mediator_doc_check(msg->fd, o.reason, sizeof(o.reason));
+	if (r < 0) {
+		char why[PROTO_TEXT_MAX + 1];
+
+		snprintf(why, sizeof(why), "%s", o.reason);
+		log_notice(m->ctx, "cage '%s' (pid %d): %s", source->name, (int)c->cred.pid, why);
+		mediator_outcome_set(&o, PROTO_STATUS_FAILED, r, "failed", "mediator", why);
+		mediator_finish(m, c, q->id, source, target, q->target, q->name, NULL, &o);
 		return;
 	}
 	if (target) {
@@ -573,7 +601,7 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 	char reason[PROTO_TEXT_MAX + 1];
 	int r;
 
-	r = proto_recv(c->src.fd, &msg, &error);
+	r = proto_recv_with(c->src.fd, &msg, drop_fd, m, &error);
 	if (r == -EAGAIN)
 		return;
 	if (r == -ECONNRESET) {
@@ -592,11 +620,11 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 		} else
 			mediator_conn_close(m, c);
 		if (r == 0)
-			proto_msg_done(&msg);
+			msg_drop(m, &msg);
 		return;
 	}
 	if (r == 0 && msg.type != PROTO_REQUEST) {
-		proto_msg_done(&msg);
+		msg_drop(m, &msg);
 		r = error_set(&error, -EBADMSG, "a cage may only send requests");
 	}
 	if (r < 0) {
@@ -609,7 +637,7 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 		return;
 	}
 	handle_request(m, c, &msg);
-	proto_msg_done(&msg);
+	msg_drop(m, &msg);
 }
 
 int
@@ -639,7 +667,7 @@ conn_add(struct clip_mediator *m, struct cage *cage, int fd, const struct ucred 
 	    m->n_conns >= CONNS_MAX) {
 		log_warning(m->ctx, "cage '%s': refusing a peer (pid %d, uid %u)", cage->name,
 			    (int)cred->pid, (unsigned)cred->uid);
-		close(fd);
+		mediator_close_untrusted(m, fd);
 		return -EPERM;
 	}
 	c = calloc(1, sizeof(*c));

@@ -377,15 +377,21 @@ proto_decode(const uint8_t *untrusted_buf, size_t n, unsigned n_fds, struct prot
 }
 
 static void
-close_fds(const int *fds, size_t n)
+close_fd(int fd, void *userdata)
 {
-	for (size_t i = 0; i < n; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	(void)userdata;
+	close(fd);
 }
 
 int
 proto_recv(int sock, struct proto_msg *msg, struct clip_error **reterr)
+{
+	return proto_recv_with(sock, msg, close_fd, NULL, reterr);
+}
+
+int
+proto_recv_with(int sock, struct proto_msg *msg, void (*drop_fd)(int fd, void *userdata),
+		void *userdata, struct clip_error **reterr)
 {
 	uint8_t untrusted_buf[PROTO_MSG_MAX + 1];
 	union {
@@ -427,7 +433,7 @@ proto_recv(int sock, struct proto_msg *msg, struct clip_error **reterr)
 				if (n_fds < PROTO_FDS_SEEN)
 					fds[n_fds++] = fd;
 				else
-					close(fd);
+					drop_fd(fd, userdata);
 			}
 		} else
 			other_cmsg = true;
@@ -444,7 +450,8 @@ proto_recv(int sock, struct proto_msg *msg, struct clip_error **reterr)
 	else
 		r = proto_decode(untrusted_buf, (size_t)n, (unsigned)n_fds, msg, reterr);
 	if (r < 0) {
-		close_fds(fds, n_fds);
+		for (size_t i = 0; i < n_fds; i++)
+			drop_fd(fds[i], userdata);
 		return r;
 	}
 	if (n_fds == 1)

@@ -154,6 +154,14 @@ int proto_decode(const uint8_t *untrusted_buf, size_t n, unsigned n_fds, struct 
  */
 int proto_recv(int sock, struct proto_msg *msg, struct clip_error **reterr);
 
+/*
+ * proto_recv(), where each fd it refuses is given to @drop_fd instead of
+ * closed: a close can wait (a lingering socket), and the mediator's loop
+ * must not (doc/transfer.md, "Descriptors from a cage").
+ */
+int proto_recv_with(int sock, struct proto_msg *msg, void (*drop_fd)(int fd, void *userdata),
+		    void *userdata, struct clip_error **reterr);
+
 /* Send @n bytes as one message, with @fd when >= 0 (SCM_RIGHTS). 0 or -errno. */
 int proto_send_raw(int sock, const void *buf, size_t n, int fd);
 

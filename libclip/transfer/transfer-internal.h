@@ -217,8 +217,9 @@ int envelope_open(const uint8_t key[CLIP_KEY_SIZE], const char *aad, const uint8
 /*
  * The mediator (doc/transfer.md): its core, cages, connections and
  * dispatch (mediator.c), the deliveries its worker threads read
- * (mediator-job.c), the rate of requests (mediator-rate.c), and the
- * confirmation agent it asks (mediator-agent.c).
+ * (mediator-job.c), the rate of requests (mediator-rate.c), the
+ * confirmation agent it asks (mediator-agent.c), and the descriptors a
+ * cage hands it, checked and closed off the loop (mediator-fd.c).
  */
 
 #define CAGES_MAX 256
@@ -249,6 +250,7 @@ struct cage {
 	bool check_uid;
 	uid_t uid;
 	unsigned n_running; /* its documents being read */
+	unsigned n_pending; /* its questions waiting for the user */
 	/* The token bucket of its requests (doc/transfer.md, "Rate"). */
 	uint32_t rate_per_s, rate_burst;
 	double tokens;
@@ -352,6 +354,7 @@ struct clip_mediator {
 	struct source done; /* the read end of the workers' pipe */
 	int done_write;
 	pid_t pid; /* the creator: a forked child has no worker to join */
+	struct closer *closer; /* the closing threads (mediator-fd.c); NULL until needed */
 };
 
 /* The outcome of one request, as answered and audited. */
@@ -419,3 +422,18 @@ void mediator_agent_handle(struct clip_mediator *m);
 void mediator_handle_timer(struct clip_mediator *m, struct pending *p);
 /* Teardown: tell the agent that every pending question is withdrawn. */
 void mediator_agent_withdraw_all(struct clip_mediator *m);
+
+/*
+ * Whether @fd, a document from a cage, is a regular file, without waiting
+ * on it: 0, or -EMEDIUMTYPE (-EBADF) with @why (@size bytes) naming what
+ * it is ("the document is an epoll instance: only regular files...").
+ */
+int mediator_doc_check(int fd, char *why, size_t size);
+/*
+ * Close @fd, which a cage handed us (a document, a connection), off the
+ * loop: a closing thread defuses it (a socket resets instead of lingering)
+ * and closes it.
+ */
+void mediator_close_untrusted(struct clip_mediator *m, int fd);
+/* Teardown: close what is queued, join the closing threads. */
+void mediator_closer_stop(struct clip_mediator *m);

@@ -12,13 +12,17 @@
 # look-alike characters, and a name and note that forge the question on an
 # 80x24 terminal (clip-confirm on a pty, confirm-pty.py).
 #
-#   transfer-cages.sh CLIPD CLIP_CONFIRM CLIPCTL
+#   transfer-cages.sh CLIPD CLIP_CONFIRM CLIPCTL PEER
+#
+# PEER (transfer-peer) is bound into every cage too, at /opt/clip/tests:
+# the attacks on the mediator (a lingering socket, a flood of questions)
+# are sent from a cage by it.
 #
 # Run by root, each cage has its own UidBase, its socket accepts only that
 # uid (SO_PEERCRED) and the delivered files are given to it; run by another
 # user, clipd and the cages are rootless.
 set -u
-clipd=$1 confirm=$2 clipctl=$3
+clipd=$1 confirm=$2 clipctl=$3 peer=$4
 . "$(dirname "$0")/tap.sh"
 
 if [ "$(id -u)" != 0 ] && ! unshare -Ur true 2>/dev/null; then
@@ -36,11 +40,15 @@ chmod 711 "$base"
 bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)
 lib_dir=$(cd "$bin_dir/../../libclip" && pwd -P)
 cc=/opt/clip/programs/clipctl/$(basename "$clipctl")
+peer_dir=$(cd "$(dirname "$peer")" && pwd -P)
+cpeer=/opt/clip/tests/$(basename "$peer")
 agent=$base/main/run/confirm.sock
 uid_low=$((0x7a10 * 65536)) uid_high=$((0x7a11 * 65536)) uid_side=$((0x7a12 * 65536))
 
 # setup NAME POLICY: a fresh configuration in $base/NAME for the three cages,
-# their profiles, data directories, inboxes and socket directories.
+# their profiles, data directories, inboxes and socket directories; clipd's
+# options of cage C (rate=, burst=) in $opts_C, its network mode in $net_C
+# (none when unset).
 setup() {
 	d=$base/$1
 	mkdir -p "$d/cfg" "$d/state" "$d/run" "$d/cstate"
@@ -50,11 +58,12 @@ setup() {
 	for c in "low s0 $uid_low" "high s2 $uid_high" "side s1:c0 $uid_side"; do
 		set -- $c
 		mkdir -p "$d/in-$1" "$d/data-$1" "$d/sock-$1"
+		eval "opts=\${opts_$1:-} net=\${net_$1:-none}"
 		if [ -n "$mode" ]; then
-			echo "$1 $2 $d/in-$1 $d/sock-$1/transfer.sock" >>"$d/cfg/cages"
+			echo "$1 $2 $d/in-$1 $d/sock-$1/transfer.sock $opts" >>"$d/cfg/cages"
 		else
 			# The socket accepts only the cage's uid; the inbox is the cage's.
-			echo "$1 $2 $d/in-$1 $d/sock-$1/transfer.sock uid=$3" >>"$d/cfg/cages"
+			echo "$1 $2 $d/in-$1 $d/sock-$1/transfer.sock uid=$3 $opts" >>"$d/cfg/cages"
 			chown "$3:$3" "$d/in-$1" "$d/data-$1"
 		fi
 		cat >"$d/$1.cage" <<-EOF
@@ -65,11 +74,11 @@ setup() {
 			DataDirectory=$d/data-$1
 
 			[Files]
-			BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip $d/sock-$1:/run/clip
+			BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip $peer_dir:/opt/clip/tests $d/sock-$1:/run/clip
 			Bind=$d/in-$1:/inbox
 
 			[Network]
-			Mode=none
+			Mode=$net
 
 			[Security]
 			WriteXorExecute=yes
@@ -444,5 +453,55 @@ stop_all
 for p in "${waiting[@]}"; do wait "$p"; done
 like "budget: high's waiting documents were never delivered" "$(cat "$d/w1.out" "$d/w2.out")" "closed the connection|denied"
 log_verifies "disk: the log verifies"
+
+echo "# one cage's lingering socket does not stop the mediator for the others"
+# The attack (issue 14, finding 1): the low cage sends as its document a TCP
+# socket with unsent data and SO_LINGER 10 s, a loopback connection in its
+# own network namespace whose peer never reads. The last close() of it
+# waits 10 s: done on the mediator's loop, every cage would wait that long.
+# Its TCP connection needs lo up in its network namespace: Mode=loopback.
+net_low=loopback
+setup linger "low high ask
+high low ask encrypt"
+net_low=
+start_clipd --confirm-timeout-ms 20000 && start_agent yes && ok "linger: clipd and an agent" || not_ok "linger: clipd and an agent"
+in_cage low "$cpeer" /run/clip/transfer.sock linger 10 high >"$d/linger.out" 2>&1 &
+attacker=$!
+head -c 100 /dev/urandom >"$d/data-high/doc"
+for _ in $(seq 100); do grep -q '^sent' "$d/linger.out" && break; sleep 0.1; done
+# The mediator has it once its answer is there (or after a short while).
+for _ in $(seq 20); do grep -q '^status=' "$d/linger.out" && break; sleep 0.1; done
+t0=$(date +%s%N)
+expect 0 "linger: meanwhile, the high cage's document is delivered" -- send high /data/doc low
+ms=$((($(date +%s%N) - t0) / 1000000))
+like "linger: the socket is refused at once, named" "$(cat "$d/linger.out")" "status=3 error=124 .*the document is a TCP socket: only regular files are transferred"
+if [ "$ms" -lt 2000 ]; then
+	ok "linger: the high cage is answered within 2 s, not after the 10 s linger ($ms ms)"
+else
+	not_ok "linger: the high cage is answered within 2 s, not after the 10 s linger ($ms ms)"
+fi
+wait "$attacker"
+like "linger: audited as refused" "$("$clipctl" --state-dir "$d/state" audit show | grep name=stuck)" "src=low .*decision=failed by=mediator reason=the%20document%20is%20a%20TCP%20socket"
+stop_all
+
+echo "# one cage floods the user with questions; another cage is still asked"
+# The attack (finding 7): the low cage, at a rate it is allowed, sends 300
+# documents under an ask rule on 75 connections and never lets them be
+# answered. Only its share waits for the user; the high cage's question
+# after it is put to the user, not refused.
+opts_low="rate=1000 burst=400"
+setup flood "low high ask
+high low ask encrypt"
+opts_low=
+echo flood >"$d/data-low/f"
+head -c 100 /dev/urandom >"$d/data-high/doc"
+start_clipd --confirm-timeout-ms 6000 && start_agent never && ok "flood: clipd and a silent agent" || not_ok "flood: clipd and a silent agent"
+expect 0 "flood: the low cage sends 300 questions" -- in_cage low "$cpeer" /run/clip/transfer.sock flood 300 /data/f high
+like "flood: beyond its share, the low cage is refused, named with the limit" "$out" "flood: sent=300 answered=296 refused=296 first=cage 'low' has 4 questions waiting for the user, its limit"
+expect 4 "flood: the high cage's question is put to the user" -- send high /data/doc low
+like "flood: the high cage was asked, not refused (no answer in time)" "$err" "denied by the user: no answer within 6000 ms"
+like "flood: the user saw the high cage's question" "$(cat "$d/agent.log")" "from: +high"
+is "flood: the user saw 4 questions of the low cage, not 256" "$(grep -cE "from: +low" "$d/agent.log")" 4
+stop_all
 
 tap_plan_end

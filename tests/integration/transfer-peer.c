@@ -13,6 +13,19 @@
  *                                            COUNT documents, each retried
  *                                            until the mediator answers
  *                                            (the daemon is being killed)
+ *   transfer-peer SOCKET linger SECONDS TARGET
+ *                                            a TCP socket with unsent data
+ *                                            and SO_LINGER SECONDS as the
+ *                                            document; prints "sent", the
+ *                                            outcome, then keeps the socket
+ *                                            stuck for SECONDS
+ *   transfer-peer SOCKET flood COUNT FILE TARGET [SECONDS]
+ *                                            COUNT requests of FILE on
+ *                                            COUNT/4 connections, answers
+ *                                            not awaited; prints how many
+ *                                            were refused and the first
+ *                                            refusal, then holds the
+ *                                            connections for SECONDS
  *
  * Output "status=N error=E message=..." for the hostile cases, where N is
  * the reply's status, or "closed" when the mediator closed the
@@ -24,8 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +51,7 @@
 
 #include <clip/clip.h>
 
+#include "base/util.h"
 #include "transfer/proto.h"
 
 static const char *sock_path;
@@ -161,7 +179,15 @@ hostile(const char *what, const char *arg)
 			if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
 				return 2;
 			fd = p[0];
-		} else
+		} else if (strcmp(path, "epoll") == 0)
+			fd = epoll_create1(EPOLL_CLOEXEC);
+		else if (strcmp(path, "eventfd") == 0)
+			fd = eventfd(0, EFD_CLOEXEC);
+		else if (strcmp(path, "pidfd") == 0)
+			fd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		else if (strcmp(path, "udp") == 0)
+			fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		else
 			fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		n = request(buf, target, "x", 1);
 	} else if (strcmp(what, "two-fds") == 0) {
@@ -195,6 +221,102 @@ hostile(const char *what, const char *arg)
 	}
 	send_raw(sock, buf, n, fd, fd >= 0 ? n_fds : 0);
 	return outcome(sock);
+}
+
+/*
+ * A TCP connection on the loopback to a listener that never accepts: the
+ * peer's window closes, the rest stays unsent, and with SO_LINGER the last
+ * close() of the socket waits @secs for it. That socket is the document.
+ */
+static int
+linger_attack(int secs, const char *target)
+{
+	static uint8_t buf[64 * 1024];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger l = { .l_onoff = 1, .l_linger = secs };
+	struct pollfd p;
+	socklen_t len = sizeof(a);
+	int lst, cl, sock, small = 4096, r;
+	size_t n;
+
+	lst = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lst < 0 || setsockopt(lst, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)) < 0 ||
+	    bind(lst, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(lst, 1) < 0 ||
+	    getsockname(lst, (struct sockaddr *)&a, &len) < 0) {
+		perror("listener");
+		return 2;
+	}
+	cl = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (cl < 0 || (connect(cl, (struct sockaddr *)&a, sizeof(a)) < 0 && errno != EINPROGRESS)) {
+		perror("connect");
+		return 2;
+	}
+	p = (struct pollfd){ .fd = cl, .events = POLLOUT };
+	if (poll(&p, 1, 5000) != 1)
+		return 2;
+	/* Until the peer's window and our buffer are full: data left unsent. */
+	for (int idle = 0; idle < 20;) {
+		if (send(cl, buf, sizeof(buf), MSG_NOSIGNAL) > 0)
+			idle = 0;
+		else if (errno == EAGAIN) {
+			idle++;
+			usleep(5000);
+		} else {
+			perror("send");
+			return 2;
+		}
+	}
+	if (setsockopt(cl, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) < 0)
+		return 2;
+	sock = connect_mediator();
+	n = request(buf, target, "stuck", 5);
+	send_raw(sock, buf, n, cl, 1);
+	close(cl); /* the mediator's copy is the last one */
+	puts("sent");
+	fflush(stdout);
+	r = outcome(sock);
+	fflush(stdout);
+	sleep((unsigned)secs + 1);
+	close(lst);
+	return r;
+}
+
+/* @count requests of @path, four per connection, answers read for a while. */
+static int
+flood(unsigned count, const char *path, const char *target, unsigned hold_s)
+{
+	static uint8_t buf[PROTO_MSG_MAX];
+	unsigned n_conns = (count + 3) / 4, refused = 0, answered = 0;
+	int *socks = calloc(n_conns, sizeof(int));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char first[PROTO_TEXT_MAX + 1] = "";
+	size_t n = request(buf, target, "flood", 5);
+
+	if (!socks || fd < 0)
+		return 2;
+	for (unsigned i = 0; i < n_conns; i++)
+		socks[i] = connect_mediator();
+	for (unsigned i = 0; i < count; i++)
+		send_raw(socks[i / 4], buf, n, fd, 1);
+	/* The refusals come at once; the questions stay unanswered. */
+	for (long long end = now_ms() + 1500; now_ms() < end;) {
+		for (unsigned i = 0; i < n_conns; i++) {
+			struct proto_msg msg;
+
+			if (proto_recv(socks[i], &msg, NULL) != 0)
+				continue;
+			answered++;
+			if (msg.type == PROTO_REPLY && msg.reply.status != 0) {
+				if (!refused++)
+					snprintf(first, sizeof(first), "%s", msg.reply.message);
+			}
+		}
+		usleep(10000);
+	}
+	printf("flood: sent=%u answered=%u refused=%u first=%s\n", count, answered, refused, first);
+	fflush(stdout);
+	sleep(hold_s);
+	return 0;
 }
 
 static void
@@ -350,6 +472,11 @@ main(int argc, char **argv)
 	if (strcmp(argv[2], "load") == 0 && argc == 8)
 		return load((unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), argv[5], argv[6],
 			    argv[7]);
+	if (strcmp(argv[2], "linger") == 0 && argc == 5)
+		return linger_attack(atoi(argv[3]), argv[4]);
+	if (strcmp(argv[2], "flood") == 0 && (argc == 6 || argc == 7))
+		return flood((unsigned)atoi(argv[3]), argv[4], argv[5],
+			     argc == 7 ? (unsigned)atoi(argv[6]) : 0);
 	if (strcmp(argv[2], "retry") == 0 && argc == 6) {
 		int sock = -1, bad = 0;
 
