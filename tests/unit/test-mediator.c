@@ -1045,3 +1045,61 @@ Test(mediator, structs_shorter_than_their_first_version_are_refused)
 	clip_level_unref(l);
 	bare_teardown(&b);
 }
+
+/*
+ * Issue 14, finding 7, as the attack: the low cage sends ten questions,
+ * each on a connection of its own (a bound per connection asked them
+ * all), and none is answered. Only its share (4) is put to the user, the
+ * others are refused naming the cage and the limit; the high cage's
+ * question after them is still put to the user.
+ */
+Test(mediator, one_cages_questions_leave_room_for_anothers)
+{
+	struct world w;
+	struct clip_transfer *t[10], *other;
+	unsigned refused = 0, prompts_low = 0, prompts_high = 0;
+	int src;
+
+	world_setup(&w, "low high ask\nhigh low ask\n", 60000);
+	src = test_file(w.dir, "source", "flood");
+	for (int i = 0; i < 10; i++)
+		t[i] = start(&w, 0, "high", src, "flood");
+	for (uint64_t end = now_us() + 3000000; now_us() < end && refused < 6;) {
+		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
+
+		pump(&w);
+		refused = 0;
+		for (int i = 0; i < 10; i++)
+			if (clip_transfer_dispatch(t[i], NULL) == 1) {
+				cr_assert_eq(clip_transfer_get_status(t[i]),
+					     CLIP_TRANSFER_DENIED_USER);
+				cr_assert_str_eq(clip_transfer_get_message(t[i]),
+						 "cage 'low' has 4 questions waiting for the user, "
+						 "its limit: try again once one is answered");
+				refused++;
+			}
+		(void)poll(&p, 1, 50);
+	}
+	cr_assert_eq(refused, 6, "beyond its share of 4, the low cage is refused (%u)", refused);
+	other = start(&w, 1, "low", src, "other");
+	for (uint64_t end = now_us() + 3000000; now_us() < end && !prompts_high;) {
+		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
+		struct proto_msg msg;
+
+		pump(&w);
+		while (proto_recv(w.agent, &msg, NULL) == 0) {
+			cr_assert_eq(msg.type, PROTO_PROMPT);
+			prompts_low += strcmp(msg.prompt.source, "low") == 0;
+			prompts_high += strcmp(msg.prompt.source, "high") == 0;
+		}
+		(void)poll(&p, 1, 50);
+	}
+	cr_assert_eq(prompts_low, 4, "the user saw the low cage's share only (%u)", prompts_low);
+	cr_assert_eq(prompts_high, 1, "the high cage's question is put to the user");
+	cr_assert_eq(clip_transfer_dispatch(other, NULL), 0, "and waits for the user's answer");
+	for (int i = 0; i < 10; i++)
+		clip_transfer_unref(t[i]);
+	clip_transfer_unref(other);
+	close(src);
+	world_teardown(&w);
+}
