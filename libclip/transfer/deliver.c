@@ -27,25 +27,10 @@
 DEFINE_UNREF_CLEANUP(EVP_MD_CTX, sym_EVP_MD_CTX_free)
 DEFINE_UNREF_CLEANUP(EVP_CIPHER_CTX, sym_EVP_CIPHER_CTX_free)
 
-static const char *
-file_kind(mode_t mode)
-{
-	if (S_ISDIR(mode))
-		return "a directory";
-	if (S_ISSOCK(mode))
-		return "a socket";
-	if (S_ISFIFO(mode))
-		return "a pipe";
-	if (S_ISCHR(mode) || S_ISBLK(mode))
-		return "a device";
-	if (S_ISLNK(mode))
-		return "a symbolic link";
-	return "not a regular file";
-}
-
 static int
 check_source(int untrusted_src, uint64_t max_size, struct stat *st, struct clip_error **reterr)
 {
+	const char *kind;
 	int flags, r;
 
 	r = fd_is_opath(untrusted_src);
@@ -53,10 +38,10 @@ check_source(int untrusted_src, uint64_t max_size, struct stat *st, struct clip_
 		return error_set_errno(reterr, r, "the document's descriptor is not valid");
 	if (fstat(untrusted_src, st) < 0)
 		return error_set_errno(reterr, -errno, "cannot stat the document");
-	if (!S_ISREG(st->st_mode))
+	kind = transfer_fd_kind(untrusted_src, st->st_mode);
+	if (kind)
 		return error_set(reterr, -EMEDIUMTYPE,
-				 "the document is %s: only regular files are transferred",
-				 file_kind(st->st_mode));
+				 "the document is %s: only regular files are transferred", kind);
 	flags = fcntl(untrusted_src, F_GETFL);
 	if (r > 0 || flags < 0 || (flags & O_ACCMODE) == O_WRONLY)
 		return error_set(reterr, -EBADF,

@@ -105,30 +105,21 @@ socket_kind(int fd)
 	return "a socket";
 }
 
-int
-mediator_doc_check(int fd, char *why, size_t size)
+const char *
+transfer_fd_kind(int fd, unsigned mode)
 {
-	struct statx stx = { 0 };
 	char proc[64], link[128] = "";
 	const char *kind = NULL;
 	ssize_t n;
 
-	if (test_hook_disabled("mediator-fd-type"))
-		return 0;
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	n = readlink(proc, link, sizeof(link) - 1);
 	link[n > 0 ? n : 0] = '\0';
-	/* The type of an inode never changes: the cached one is the truth. */
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
-		snprintf(why, size, "the document's descriptor cannot be examined: %s",
-			 strerror(errno));
-		return -EBADF;
-	}
-	switch (stx.stx_mode & S_IFMT) {
+	switch (mode & S_IFMT) {
 	case S_IFREG:
 		/* A regular file is on a path; a pidfd of pidfs looks like one, but is not. */
 		if (n <= 0 || link[0] == '/')
-			return 0;
+			return NULL;
 		kind = anon_kind(link);
 		break;
 	case S_IFDIR:
@@ -154,8 +145,27 @@ mediator_doc_check(int fd, char *why, size_t size)
 		kind = n > 0 ? anon_kind(link) : NULL;
 		break;
 	}
-	snprintf(why, size, "the document is %s: only regular files are transferred",
-		 kind ? kind : "not a regular file");
+	return kind ? kind : "not a regular file";
+}
+
+int
+mediator_doc_check(int fd, char *why, size_t size)
+{
+	struct statx stx = { 0 };
+	const char *kind;
+
+	if (test_hook_disabled("mediator-fd-type"))
+		return 0;
+	/* The type of an inode never changes: the cached one is the truth. */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0) {
+		snprintf(why, size, "the document's descriptor cannot be examined: %s",
+			 strerror(errno));
+		return -EBADF;
+	}
+	kind = transfer_fd_kind(fd, stx.stx_mode);
+	if (!kind)
+		return 0;
+	snprintf(why, size, "the document is %s: only regular files are transferred", kind);
 	return -EMEDIUMTYPE;
 }
 

@@ -178,6 +178,13 @@ int deliver_commit(struct clip_ctx *ctx, struct delivery *d, int inbox_fd,
 		   const char *untrusted_name, const struct clip_level *level, unsigned label_flags,
 		   char ret_name[DELIVER_NAME_MAX + 1], struct clip_error **reterr);
 
+/*
+ * What @fd is when it is not a regular file, for a message: "a directory",
+ * "a TCP socket", "an epoll instance", "a pidfd"... (@mode: its st_mode),
+ * or NULL for a regular file. Waits on nothing (mediator-fd.c).
+ */
+const char *transfer_fd_kind(int fd, unsigned mode);
+
 /* Drop what was received: nothing is left behind. */
 void deliver_abort(struct delivery *d);
 

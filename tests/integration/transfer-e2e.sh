@@ -202,11 +202,12 @@ like "name of 10 KiB is refused" "$(p long-name)" "^closed$"
 for f in /tmp /dev/null pipe socket; do
 	like "fd of $f is refused" "$(PEER_FD_PATH=$f p fd)" "status=3 error=(124|21) .*only regular files"
 done
-# Each refused by what it is (not "a socket" for an epoll fd), before a worker sees it.
+# Each refused by what it is (not "a socket" for an epoll fd), on receipt: a
+# worker's refusal would say "cannot take the document: ...".
 for f in "/tmp:a directory" "/dev/null:a character device" "pipe:a pipe or FIFO" \
 	"socket:a UNIX socket" "udp:a UDP socket" "epoll:an epoll instance" \
 	"eventfd:an eventfd" "pidfd:a pidfd"; do
-	like "fd type named: ${f%%:*}" "$(PEER_FD_PATH=${f%%:*} p fd)" "status=3 error=124 .*the document is ${f#*:}: only regular files"
+	like "fd type named: ${f%%:*}" "$(PEER_FD_PATH=${f%%:*} p fd)" "status=3 error=124 name= message=the document is ${f#*:}: only regular files"
 done
 like "two fds are refused" "$(p two-fds)" "^closed$"
 like "a wrong version is refused" "$(p version)" "^closed$"

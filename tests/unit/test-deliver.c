@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -79,10 +80,19 @@ Test(deliver, only_regular_files_within_the_limit)
 	assert_errno(deliver_receive(inbox, p[0], 100, NULL, "", &d, &e), -EMEDIUMTYPE);
 	cr_assert(strstr(clip_error_get_message(e), "a pipe"));
 	clip_error_free(e), e = NULL;
-	assert_errno(deliver_receive(inbox, sv[0], 100, NULL, "", &d, NULL), -EMEDIUMTYPE);
+	assert_errno(deliver_receive(inbox, sv[0], 100, NULL, "", &d, &e), -EMEDIUMTYPE);
+	cr_assert(strstr(clip_error_get_message(e), "is a UNIX socket:"));
+	clip_error_free(e), e = NULL;
 	fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
 	assert_errno(deliver_receive(inbox, fd, 100, NULL, "", &d, &e), -EMEDIUMTYPE);
-	cr_assert(strstr(clip_error_get_message(e), "a device"));
+	cr_assert(strstr(clip_error_get_message(e), "is a character device:"));
+	clip_error_free(e), e = NULL;
+	close(fd);
+	/* Issue 14, finding 12: an epoll fd is named as such, not "a socket". */
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	assert_errno(deliver_receive(inbox, fd, 100, NULL, "", &d, &e), -EMEDIUMTYPE);
+	cr_assert(strstr(clip_error_get_message(e), "is an epoll instance:"), "%s",
+		  clip_error_get_message(e));
 	clip_error_free(e), e = NULL;
 	close(fd);
 	fd = test_file(dir, "big", "0123456789");
