@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -1101,5 +1102,103 @@ Test(mediator, one_cages_questions_leave_room_for_anothers)
 		clip_transfer_unref(t[i]);
 	clip_transfer_unref(other);
 	close(src);
+	world_teardown(&w);
+}
+
+/*
+ * A TCP socket with unsent data and SO_LINGER @secs: a loopback connection
+ * to *@ret_listener, which never accepts, so the peer's window closes. Its
+ * last close() waits @secs (issue 14, finding 1).
+ */
+static int
+stuck_tcp_socket(int secs, int *ret_listener)
+{
+	static uint8_t junk[65536];
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct linger l = { .l_onoff = 1, .l_linger = secs };
+	socklen_t len = sizeof(a);
+	int small = 4096, fd, full = 0;
+
+	*ret_listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(*ret_listener, 0);
+	cr_assert_eq(setsockopt(*ret_listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	cr_assert_eq(bind(*ret_listener, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(listen(*ret_listener, 1), 0);
+	cr_assert_eq(getsockname(*ret_listener, (struct sockaddr *)&a, &len), 0);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	while (full < 20)
+		if (send(fd, junk, sizeof(junk), MSG_NOSIGNAL) > 0)
+			full = 0;
+		else
+			full++, usleep(5000);
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)), 0);
+	return fd;
+}
+
+/*
+ * Issue 14, finding 1, as the attack on the library's loop: a lingering
+ * TCP socket sent as a document. Its close would wait 6 s; it is refused
+ * by what it is, closed off the loop, and the next request is answered at
+ * once.
+ */
+Test(mediator, a_lingering_socket_document_does_not_hold_the_loop, .timeout = 60)
+{
+	struct world w;
+	struct clip_transfer *t;
+	int listener, fd;
+	uint64_t t0;
+
+	world_setup(&w, "low high allow\n", 60000);
+	fd = stuck_tcp_socket(6, &listener);
+	t0 = now_us();
+	t = start(&w, 0, "high", fd, "stuck");
+	close(fd);
+	wait_for(&w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_FAILED);
+	cr_assert_str_eq(clip_transfer_get_message(t),
+			 "the document is a TCP socket: only regular files are transferred");
+	clip_transfer_unref(t);
+	t = run(&w, 0, "high", "after", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED);
+	clip_transfer_unref(t);
+	cr_assert_lt(now_us() - t0, 3000000, "answered in %.0f ms, not after the 6 s linger",
+		     (now_us() - t0) / 1e3);
+	close(listener);
+	world_teardown(&w);
+}
+
+/*
+ * The same socket queued behind a message that gets its connection
+ * closed: closing the connection releases what is queued in it, on the
+ * loop's thread. The closing thread takes it out and resets it instead.
+ */
+Test(mediator, a_lingering_socket_queued_in_a_closed_connection_does_not_hold_the_loop,
+     .timeout = 60)
+{
+	struct proto_msg bad = { .type = PROTO_HELLO, .fd = -1 };
+	struct proto_msg q = { .type = PROTO_REQUEST };
+	struct world w;
+	struct clip_transfer *t;
+	int listener, sock;
+	uint64_t t0;
+
+	world_setup(&w, "low high allow\n", 60000);
+	q.fd = stuck_tcp_socket(6, &listener);
+	snprintf(q.request.target, sizeof(q.request.target), "high");
+	cr_assert_eq(clip_transfer_connect(&sock, w.sock[0], NULL), 0);
+	cr_assert_eq(proto_send(sock, &bad, NULL), 0);
+	cr_assert_eq(proto_send(sock, &q, NULL), 0);
+	close(q.fd);
+	close(sock);
+	t0 = now_us();
+	pump(&w);
+	t = run(&w, 0, "high", "after", -1);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED);
+	clip_transfer_unref(t);
+	cr_assert_lt(now_us() - t0, 3000000, "answered in %.0f ms, not after the 6 s linger",
+		     (now_us() - t0) / 1e3);
+	close(listener);
 	world_teardown(&w);
 }
