@@ -92,10 +92,10 @@ in_cage() { # CAGE COMMAND...: run COMMAND in a fresh cage from $d/CAGE.cage
 	"$clipctl" --state-dir "$d/cstate" cage run --profile "$d/$cage.cage" -- "$@"
 }
 
-# clipctl in a cage: under AddressSanitizer (the CI's asan step), without
-# LeakSanitizer, which stops threads with ptrace(), refused by the cage's
-# seccomp filter; clipctl's leaks are checked outside cages by the other
-# suites. Elsewhere the variable is empty and changes nothing.
+# clipctl and the peer in a cage: under AddressSanitizer (the CI's asan
+# step), without LeakSanitizer, which stops threads with ptrace(), refused
+# by the cage's seccomp filter; their leaks are checked outside cages by
+# the other suites. Elsewhere the variable is empty and changes nothing.
 cc_env=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 
 send() { # FROM FILE TARGET [clipctl options]: clipctl transfer send in the cage FROM
@@ -465,7 +465,7 @@ setup linger "low high ask
 high low ask encrypt"
 net_low=
 start_clipd --confirm-timeout-ms 20000 && start_agent yes && ok "linger: clipd and an agent" || not_ok "linger: clipd and an agent"
-in_cage low "$cpeer" /run/clip/transfer.sock linger 10 high >"$d/linger.out" 2>&1 &
+in_cage low "${cc_env[@]}" "$cpeer" /run/clip/transfer.sock linger 10 high >"$d/linger.out" 2>&1 &
 attacker=$!
 head -c 100 /dev/urandom >"$d/data-high/doc"
 for _ in $(seq 100); do grep -q '^sent' "$d/linger.out" && break; sleep 0.1; done
@@ -496,7 +496,7 @@ opts_low=
 echo flood >"$d/data-low/f"
 head -c 100 /dev/urandom >"$d/data-high/doc"
 start_clipd --confirm-timeout-ms 6000 && start_agent never && ok "flood: clipd and a silent agent" || not_ok "flood: clipd and a silent agent"
-expect 0 "flood: the low cage sends 300 questions" -- in_cage low "$cpeer" /run/clip/transfer.sock flood 300 /data/f high
+expect 0 "flood: the low cage sends 300 questions" -- in_cage low "${cc_env[@]}" "$cpeer" /run/clip/transfer.sock flood 300 /data/f high
 like "flood: beyond its share, the low cage is refused, named with the limit" "$out" "flood: sent=300 answered=296 refused=296 first=cage 'low' has 4 questions waiting for the user, its limit"
 expect 4 "flood: the high cage's question is put to the user" -- send high /data/doc low
 like "flood: the high cage was asked, not refused (no answer in time)" "$err" "denied by the user: no answer within 6000 ms"

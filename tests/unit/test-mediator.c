@@ -1157,7 +1157,7 @@ next_is_answered_soon(struct world *w, uint64_t t0, int listener)
  * by what it is, closed off the loop, and the next request is answered at
  * once.
  */
-Test(mediator, a_lingering_socket_document_does_not_hold_the_loop, .timeout = 60)
+Test(mediator, a_lingering_socket_document_does_not_hold_the_loop)
 {
 	struct world w;
 	struct clip_transfer *t;
@@ -1182,8 +1182,7 @@ Test(mediator, a_lingering_socket_document_does_not_hold_the_loop, .timeout = 60
  * closed: closing the connection releases what is queued in it, on the
  * loop's thread. The closing thread takes it out and resets it instead.
  */
-Test(mediator, a_lingering_socket_queued_in_a_closed_connection_does_not_hold_the_loop,
-     .timeout = 60)
+Test(mediator, a_lingering_socket_queued_in_a_closed_connection_does_not_hold_the_loop)
 {
 	struct proto_msg bad = { .type = PROTO_HELLO, .fd = -1 };
 	struct proto_msg q = { .type = PROTO_REQUEST };
