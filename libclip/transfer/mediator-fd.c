@@ -329,8 +329,11 @@ mediator_closer_stop(struct clip_mediator *m)
 	if (!cl)
 		return;
 	m->closer = NULL;
-	if (getpid() != m->pid)
-		return; /* a forked child: the threads (and the lock's state) are the parent's */
+	if (getpid() != m->pid) {
+		/* A forked child: the threads (and the lock's state) are the parent's. */
+		free(cl);
+		return;
+	}
 	pthread_mutex_lock(&cl->lock);
 	cl->stopping = true;
 	pthread_cond_broadcast(&cl->cond);
