@@ -123,9 +123,9 @@ is "allow-tree: x where r" "$(mode "$lib/a.py") $(mode "$lib/pkg/b.py") $(mode "
 is "allow-tree: what others can write is left alone" \
 	"$(mode "$lib/gw.py") $(mode "$lib/ow.py") $(mode "$lib/suid") $(mode "$lib/open/in.py")" "664 646 4644 644"
 like "allow-tree: a group-writable file, and why" "$err" \
-	"clipctl: $lib/gw.py: file left as it is: writable by its group \(mode 0664\)"
+	"clipctl: warning: $lib/gw.py: file left as it is: writable by its group \(mode 0664\)"
 like "allow-tree: a world-writable directory is not walked" "$err" \
-	"clipctl: $lib/open: directory \(not walked\) left as it is: writable by others \(mode 0777\)"
+	"clipctl: warning: $lib/open: directory \(not walked\) left as it is: writable by others \(mode 0777\)"
 like "allow-tree: a set-user-ID file" "$err" \
 	"$lib/suid: file left as it is: set-user-ID or set-group-ID without x bits \(mode 4644\)"
 if [ "$CLIP_EXEC_NS" = root ]; then

@@ -14,6 +14,12 @@ ok() { n_tests=$((n_tests + 1)); echo "ok $n_tests - $*"; }
 not_ok() { n_tests=$((n_tests + 1)); n_failed=$((n_failed + 1)); echo "not ok $n_tests - $*"; }
 skip() { n_tests=$((n_tests + 1)); echo "ok $n_tests - $1 # SKIP $2"; }
 
+# A diagnostic: every line of TEXT behind "# ", so that a value of many
+# lines never reads as TAP.
+tap_diag() { # TEXT
+	printf '%s\n' "$1" | sed 's/^/# /'
+}
+
 # expect STATUS DESCRIPTION -- COMMAND...: run COMMAND, keep its stdout in
 # $out and stderr in $err, and check its exit status.
 expect() {
@@ -25,7 +31,8 @@ expect() {
 		ok "$desc"
 	else
 		not_ok "$desc (exit $status, want $want)"
-		printf '#   stdout: %s\n#   stderr: %s\n' "$out" "$err"
+		tap_diag "  stdout: $out"
+		tap_diag "  stderr: $err"
 	fi
 }
 
@@ -35,7 +42,8 @@ like() {
 		ok "$1"
 	else
 		not_ok "$1"
-		printf '#   got: %s\n#   want (regex): %s\n' "$2" "$3"
+		tap_diag "  got: $2"
+		tap_diag "  want (regex): $3"
 	fi
 }
 
@@ -44,7 +52,8 @@ is() {
 		ok "$1"
 	else
 		not_ok "$1"
-		printf '#   got:  %s\n#   want: %s\n' "$2" "$3"
+		tap_diag "  got:  $2"
+		tap_diag "  want: $3"
 	fi
 }
 
