@@ -18,16 +18,7 @@ clipctl=$1
 mode=$2
 . "$(dirname "$0")/../integration/tap.sh"
 
-if [ "$mode" = root ] && [ "$(id -u)" != 0 ]; then
-	echo "1..0 # SKIP the root variant needs root"
-	exit 0
-fi
-as=()
-owner=$(id -u)
-if [ "$mode" = rootless ] && [ "$(id -u)" = 0 ]; then
-	as=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
-	owner=65534
-fi
+. "$(dirname "$0")/mode.sh"
 
 tmp=$(mktemp -d /tmp/clip-binds-XXXXXX)
 chmod 755 "$tmp"
