@@ -12,6 +12,7 @@
  * lockout (TPMA_NV_NO_DA). Each call opens its own connection.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "base/error.h"
@@ -40,6 +41,25 @@ nv_handle(struct tpm *t, uint32_t index, ESYS_TR *ret, struct clip_error **reter
 	if (tpm_rc_base(rc) == TPM2_RC_HANDLE)
 		return -ENOENT;
 	return tpm_rc_error(reterr, -EIO, rc, "cannot look up the TPM's NV index 0x%08x", index);
+}
+
+/*
+ * A connection to the TPM and the handle of the counter @index. With
+ * @must_exist, a missing index is an error that says so; without, a bare
+ * -ENOENT (the audit log reads a counter that may not be defined yet).
+ */
+static int
+counter_open(struct clip_ctx *ctx, struct tpm *t, uint32_t index, bool must_exist, ESYS_TR *h,
+	     struct clip_error **reterr)
+{
+	int r = tpm_open(ctx, t, reterr);
+
+	if (r < 0)
+		return r;
+	r = nv_handle(t, index, h, reterr);
+	if (r == -ENOENT && must_exist)
+		return error_set(reterr, -ENOENT, "the TPM has no counter 0x%08x", index);
+	return r;
 }
 
 static int
@@ -74,10 +94,7 @@ tpm_counter_read(struct clip_ctx *ctx, uint32_t index, uint64_t *ret, struct cli
 	ESYS_TR h = ESYS_TR_NONE;
 	int r;
 
-	r = tpm_open(ctx, &t, reterr);
-	if (r < 0)
-		return r;
-	r = nv_handle(&t, index, &h, reterr);
+	r = counter_open(ctx, &t, index, false, &h, reterr);
 	if (r < 0)
 		return r;
 	r = nv_read(&t, h, index, ret, reterr);
@@ -105,12 +122,7 @@ tpm_counter_increment(struct clip_ctx *ctx, uint32_t index, uint64_t *ret,
 	ESYS_TR h = ESYS_TR_NONE;
 	int r;
 
-	r = tpm_open(ctx, &t, reterr);
-	if (r < 0)
-		return r;
-	r = nv_handle(&t, index, &h, reterr);
-	if (r == -ENOENT)
-		return error_set(reterr, -ENOENT, "the TPM has no counter 0x%08x", index);
+	r = counter_open(ctx, &t, index, true, &h, reterr);
 	if (r < 0)
 		return r;
 	r = nv_increment(&t, h, index, ret, reterr);
@@ -160,12 +172,7 @@ tpm_counter_undefine(struct clip_ctx *ctx, uint32_t index, struct clip_error **r
 	TSS2_RC rc;
 	int r;
 
-	r = tpm_open(ctx, &t, reterr);
-	if (r < 0)
-		return r;
-	r = nv_handle(&t, index, &h, reterr);
-	if (r == -ENOENT)
-		return error_set(reterr, -ENOENT, "the TPM has no counter 0x%08x", index);
+	r = counter_open(ctx, &t, index, true, &h, reterr);
 	if (r < 0)
 		return r;
 	/* UndefineSpace flushes the handle on success. */
