@@ -71,10 +71,14 @@ struct clip_ctx {
 	} while (0)
 
 /*
- * Open the state directory, creating it 0700 (with missing parents) when
- * @create. Refused (-EPERM) when not owned by the effective uid or when
- * writable by group or others. A missing directory (without @create) is
+ * Open the state directory, creating it 0700 (with missing parents, 0700)
+ * when @create: dir_open_walk() (base/util.h), component by component
+ * without following a symbolic link, each owned by root or the effective
+ * uid and not writable by others, the directory itself owned by the
+ * effective uid. Every file in it is then opened relative to the
+ * descriptor, with O_NOFOLLOW. A missing directory (without @create) is
  * -ENOENT with no message: what it means is the caller's to say.
+ * Test hook "state-dir-walk" (off: opened by path, as before).
  */
 int ctx_open_state_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr);
 

@@ -12,6 +12,7 @@
 #include "ctx-internal.h"
 #include "error.h"
 #include "log.h"
+#include "test-hooks.h"
 #include "util.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/clip"
@@ -171,8 +172,9 @@ mkdir_parents(const char *path, struct clip_error **reterr)
 	return 0;
 }
 
-int
-ctx_open_state_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr)
+/* Before the walk (test hook "state-dir-walk" off): by path, symbolic links followed. */
+static int
+state_dir_open_by_path(struct clip_ctx *ctx, bool create, struct clip_error **reterr)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -206,4 +208,12 @@ ctx_open_state_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr
 				 "state directory %s is writable by group or others (mode %04o)",
 				 ctx->state_dir, (unsigned)(st.st_mode & 07777));
 	return steal_fd(fd);
+}
+
+int
+ctx_open_state_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr)
+{
+	if (test_hook_disabled("state-dir-walk"))
+		return state_dir_open_by_path(ctx, create, reterr);
+	return dir_open_walk(ctx->state_dir, create, "state directory", reterr);
 }

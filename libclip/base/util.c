@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -481,4 +482,141 @@ secret_page_free(void *page)
 		return;
 	secure_wipe(page, SECRET_PAGE_SIZE);
 	munmap(page, SECRET_PAGE_SIZE);
+}
+
+/*
+ * Whether @uid is how this user namespace shows an owner it does not map:
+ * the kernel's overflow uid, itself not mapped here (in the initial
+ * namespace every uid is mapped, so never).
+ */
+static bool
+uid_unmapped(uid_t uid)
+{
+	unsigned long inside, outside, count, overflow = 65534;
+	bool mapped = false;
+	FILE *f;
+
+	f = fopen("/proc/sys/kernel/overflowuid", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &overflow) != 1)
+			overflow = 65534;
+		fclose(f);
+	}
+	if (uid != overflow)
+		return false;
+	f = fopen("/proc/self/uid_map", "re");
+	if (!f)
+		return false;
+	while (!mapped && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+		mapped = uid >= inside && uid - inside < count;
+	fclose(f);
+	return !mapped;
+}
+
+/* Check one directory of the walk, @prefix (the path up to it); @last: the one asked for. */
+static int
+walk_check(const char *what, const char *path, const char *prefix, const struct stat *st, bool last,
+	   struct clip_error **reterr)
+{
+	uid_t me = geteuid();
+
+	if (!S_ISDIR(st->st_mode))
+		return error_set(reterr, -ENOTDIR, "%s %.200s: %.200s is %s, not a directory", what,
+				 path, prefix, file_type_name(st->st_mode));
+	if (last && st->st_uid != me)
+		return error_set(reterr, -EPERM, "%s %.200s is owned by uid %u, not by uid %u",
+				 what, path, (unsigned)st->st_uid, (unsigned)me);
+	if (!last && st->st_uid != 0 && st->st_uid != me && !uid_unmapped(st->st_uid))
+		return error_set(reterr, -EPERM,
+				 "%s %.200s: %.200s is owned by uid %u, not by root or uid %u: its "
+				 "owner could replace what is below it",
+				 what, path, prefix, (unsigned)st->st_uid, (unsigned)me);
+	/* In a sticky directory only an entry's owner (checked next) may move it. */
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st->st_mode & S_ISVTX)))
+		return error_set(reterr, -EPERM,
+				 "%s %.200s: %.200s is writable by group or others (mode %04o)%s",
+				 what, path, prefix, (unsigned)(st->st_mode & 07777),
+				 last ? "" : ": they could replace what is below it");
+	return 0;
+}
+
+int
+dir_open_walk(const char *path, bool create, const char *what, struct clip_error **reterr)
+{
+	_cleanup_free_ char *prefix = NULL;
+	_cleanup_close_ int fd = -1;
+	const char *p;
+	struct stat st;
+	size_t len = 1;
+	int r;
+
+	if (path[0] != '/')
+		return error_set(reterr, -EINVAL, "%s %.200s is not an absolute path", what, path);
+	for (p = path; *p; p += strspn(p, "/")) {
+		size_t n = strcspn(p, "/");
+
+		/* Refused, not resolved: the path must say where it goes. */
+		if (n == 2 && p[0] == '.' && p[1] == '.')
+			return error_set(
+				reterr, -EINVAL,
+				"%s %.200s has a \"..\" component: give the path without it", what,
+				path);
+		p += n;
+	}
+	prefix = malloc(strlen(path) + 2);
+	if (!prefix)
+		return -ENOMEM;
+	strcpy(prefix, "/");
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return error_set_errno(reterr, -errno, "cannot open /");
+	for (p = path;;) {
+		const char *name;
+		size_t n;
+		int next;
+
+		p += strspn(p, "/");
+		n = strcspn(p, "/");
+		if (n == 1 && p[0] == '.') {
+			p++;
+			continue;
+		}
+		r = walk_check(what, path, prefix, &st, n == 0, reterr);
+		if (r < 0)
+			return r;
+		if (n == 0)
+			break;
+		if (len > 1)
+			prefix[len++] = '/';
+		name = prefix + len;
+		memcpy(prefix + len, p, n);
+		len += n;
+		prefix[len] = '\0';
+		p += n;
+		/* O_PATH: a directory we may cross but not read (mode 0711) is no obstacle. */
+		next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && create) {
+			if (mkdirat(fd, name, 0700) < 0 && errno != EEXIST)
+				return error_set_errno(reterr, -errno, "cannot create %.200s",
+						       prefix);
+			next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next < 0 && errno == ENOENT)
+			return -ENOENT;
+		if (next < 0)
+			return error_set_errno(reterr, -errno, "cannot open %.200s", prefix);
+		close(fd);
+		fd = next;
+		if (fstat(fd, &st) < 0)
+			return error_set_errno(reterr, -errno, "cannot stat %.200s", prefix);
+		if (S_ISLNK(st.st_mode))
+			return error_set(reterr, -ELOOP,
+					 "%s %.200s: %.200s is a symbolic link, not followed", what,
+					 path, prefix);
+	}
+	/* The very directory checked, opened for reading through its O_PATH descriptor. */
+	r = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r < 0)
+		return error_set_errno(reterr, -errno, "cannot open %s %.200s", what, path);
+	return r;
 }

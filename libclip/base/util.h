@@ -75,6 +75,25 @@ int write_string(const char *path, const char *value);
 int open_regular(int dirfd, const char *path, uint64_t max, struct stat *ret_st,
 		 struct clip_error **reterr);
 
+/*
+ * Open the directory @path (absolute) for reading, walking it from "/" one
+ * component at a time without following a symbolic link (O_PATH |
+ * O_NOFOLLOW, then fstat), so that nobody but root and the caller can
+ * decide where it leads. Every directory above it must be owned by root or
+ * by the effective uid (in a user namespace, also by an owner the
+ * namespace does not map: the host's root, as far as it can tell) and not
+ * writable by group or others, unless sticky (/tmp: others may add
+ * entries there, but not move the next one, which is checked in turn).
+ * The directory itself must be owned by the effective uid and not
+ * writable by group or others. "." components are skipped, a ".." is
+ * refused (-EINVAL). With @create, missing components are made 0700.
+ * The descriptor; -ENOENT without a message for a missing component
+ * (without @create); else -errno with a message that starts with @what
+ * ("state directory") and names the component at fault, its owner or
+ * its mode.
+ */
+int dir_open_walk(const char *path, bool create, const char *what, struct clip_error **reterr);
+
 /* "a FIFO", "a directory"...: the type of a file in @mode, for messages. */
 const char *file_type_name(mode_t mode);
 

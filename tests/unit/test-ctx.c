@@ -318,3 +318,33 @@ Test(error, reterr_must_point_to_null)
 	cr_assert_null(l);
 	clip_error_free(e);
 }
+
+/*
+ * The state directory is walked, not opened by path (finding 7 of issue
+ * 20): a symbolic link on the way does not take the key elsewhere, and the
+ * message names it.
+ */
+Test(ctx, the_key_is_not_made_where_a_link_in_the_state_path_points)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL, *target = NULL,
+			    *link = NULL, *key = NULL;
+	struct clip_error *err = NULL;
+	struct clip_ctx *ctx;
+	const uint8_t *k;
+	struct stat st;
+
+	cr_assert_gt(asprintf(&target, "%s/elsewhere", dir), 0);
+	cr_assert_gt(asprintf(&link, "%s/link", dir), 0);
+	cr_assert_gt(asprintf(&state, "%s/link/state", dir), 0);
+	cr_assert_gt(asprintf(&key, "%s/elsewhere/state/mac.key", dir), 0);
+	cr_assert_eq(mkdir(target, 0700), 0);
+	cr_assert_eq(symlink(target, link), 0);
+	ctx = test_ctx(state);
+	assert_errno(ctx_get_key(ctx, KEY_PURPOSE_LABEL, true, &k, &err), -ELOOP);
+	cr_assert_not_null(err);
+	cr_assert(strstr(clip_error_get_message(err), "link is a symbolic link, not followed"),
+		  "%s", clip_error_get_message(err));
+	cr_assert_neq(stat(key, &st), 0, "a key was made where the link points");
+	clip_error_free(err);
+	clip_ctx_unref(ctx);
+}

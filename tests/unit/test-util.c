@@ -424,3 +424,180 @@ Test(util, only_a_regular_file_is_opened_where_another_party_writes, .timeout = 
 	cr_assert_eq(waitpid(writer, NULL, 0), writer);
 	free(dir);
 }
+
+/*
+ * dir_open_walk(): the state directory, reached from "/" one component at
+ * a time, with no symbolic link followed and no component another user
+ * could swap.
+ */
+static char *
+walk_path(const char *dir, const char *rest)
+{
+	char *p = NULL;
+
+	cr_assert_gt(asprintf(&p, "%s/%s", dir, rest), 0);
+	return p;
+}
+
+/* dir_open_walk() refuses @rest under @dir with @want and a message holding @says. */
+static void
+walk_refused(const char *dir, const char *rest, bool create, int want, const char *says)
+{
+	_cleanup_free_ char *path = walk_path(dir, rest);
+	struct clip_error *err = NULL;
+
+	assert_errno(dir_open_walk(path, create, "state directory", &err), want);
+	cr_assert_not_null(err, "%s: no message", path);
+	cr_assert(strstr(clip_error_get_message(err), says), "%s: \"%s\" does not say \"%s\"", path,
+		  clip_error_get_message(err), says);
+	cr_assert(strncmp(clip_error_get_message(err), "state directory ", 16) == 0);
+	clip_error_free(err);
+}
+
+Test(state_dir_walk, a_symlink_in_the_middle_is_not_followed)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *link = NULL, *where = NULL;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(mkdirat(dfd, "target", 0700), 0);
+	cr_assert_eq(symlinkat("target", dfd, "link"), 0);
+	link = walk_path(dir, "link");
+	cr_assert_gt(asprintf(&where, "%s is a symbolic link, not followed", link), 0);
+	walk_refused(dir, "link/state", true, -ELOOP, where);
+	cr_assert_neq(fstatat(dfd, "target/state", &st, 0), 0, "made where the link points");
+	/* The last component too, and an existing directory behind it. */
+	cr_assert_eq(mkdirat(dfd, "target/state", 0700), 0);
+	walk_refused(dir, "link/state", false, -ELOOP, where);
+	cr_assert_eq(symlinkat("target/state", dfd, "state-link"), 0);
+	walk_refused(dir, "state-link", false, -ELOOP, "state-link is a symbolic link");
+	close(dfd);
+}
+
+Test(state_dir_walk, a_group_writable_component_is_refused)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(mkdirat(dfd, "shared", 0700), 0);
+	cr_assert_eq(fchmodat(dfd, "shared", 0770, 0), 0);
+	walk_refused(dir, "shared/state", true, -EPERM,
+		     "/shared is writable by group or others (mode 0770): they could replace "
+		     "what is below it");
+	cr_assert_neq(fstatat(dfd, "shared/state", &st, 0), 0, "made under a shared parent");
+	/* The state directory itself: no sticky exception. */
+	cr_assert_eq(mkdirat(dfd, "open", 0700), 0);
+	cr_assert_eq(fchmodat(dfd, "open", 01777, 0), 0);
+	walk_refused(dir, "open", false, -EPERM, "is writable by group or others (mode 1777)");
+	close(dfd);
+}
+
+Test(state_dir_walk, a_sticky_parent_is_crossed_to_an_entry_of_ours)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *path = NULL;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(mkdirat(dfd, "tmp", 0700), 0);
+	cr_assert_eq(fchmodat(dfd, "tmp", 01777, 0), 0);
+	path = walk_path(dir, "tmp/mine/state");
+	fd = dir_open_walk(path, true, "state directory", NULL);
+	cr_assert_geq(fd, 0, "a sticky /tmp-like parent: %s", strerror(-fd));
+	close(fd);
+	close(dfd);
+}
+
+Test(state_dir_walk, a_component_of_another_owner_is_refused)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *path = NULL;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	struct stat st;
+
+	if (!test_is_root())
+		cr_skip_test("no other owner to chown to as an unprivileged user");
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(mkdirat(dfd, "theirs", 0755), 0);
+	cr_assert_eq(fchownat(dfd, "theirs", 65534, 65534, 0), 0);
+	walk_refused(dir, "theirs/state", true, -EPERM,
+		     "/theirs is owned by uid 65534, not by root or uid 0: its owner could "
+		     "replace what is below it");
+	cr_assert_neq(fstatat(dfd, "theirs/state", &st, 0), 0, "made in another user's directory");
+	/* The state directory itself must be the caller's, even root's. */
+	cr_assert_eq(mkdirat(dfd, "theirs-state", 0700), 0);
+	cr_assert_eq(fchownat(dfd, "theirs-state", 65534, 65534, 0), 0);
+	walk_refused(dir, "theirs-state", false, -EPERM, "is owned by uid 65534, not by uid 0");
+	/* Owned by root, and the caller's below it: crossed. */
+	cr_assert_eq(mkdirat(dfd, "root", 0755), 0);
+	path = walk_path(dir, "root/state");
+	fd = dir_open_walk(path, true, "state directory", NULL);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	close(dfd);
+}
+
+Test(state_dir_walk, missing_components_are_made_0700)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *path = NULL, *other = NULL;
+	struct clip_error *err = NULL;
+	const char *made[] = { "a", "a/b", "a/b/state" };
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd;
+	mode_t mask = umask(022);
+	struct stat st, got;
+
+	cr_assert_geq(dfd, 0);
+	other = walk_path(dir, "x/y");
+	assert_errno(dir_open_walk(other, false, "state directory", &err), -ENOENT);
+	cr_assert_null(err, "a missing directory is the caller's to name");
+	cr_assert_neq(fstatat(dfd, "x", &st, 0), 0, "made without create");
+
+	path = walk_path(dir, "a//b/./state/");
+	fd = dir_open_walk(path, true, "state directory", &err);
+	umask(mask);
+	cr_assert_geq(fd, 0);
+	cr_assert_null(err);
+	for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++) {
+		cr_assert_eq(fstatat(dfd, made[i], &st, AT_SYMLINK_NOFOLLOW), 0, "%s", made[i]);
+		cr_assert(S_ISDIR(st.st_mode));
+		cr_assert_eq(st.st_mode & 07777, 0700, "%s has mode %04o", made[i],
+			     (unsigned)(st.st_mode & 07777));
+		cr_assert_eq(st.st_uid, geteuid());
+	}
+	/* The descriptor is the directory made, open for reading. */
+	cr_assert_eq(fstat(fd, &got), 0);
+	cr_assert_eq(fstatat(dfd, "a/b/state", &st, 0), 0);
+	cr_assert_eq(got.st_ino, st.st_ino);
+	cr_assert_eq(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	cr_assert_eq(fd_is_opath(fd), 0);
+	close(fd);
+	close(dfd);
+}
+
+Test(state_dir_walk, a_dotdot_component_is_refused)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(mkdirat(dfd, "a", 0700), 0);
+	walk_refused(dir, "a/../b", true, -EINVAL,
+		     "has a \"..\" component: give the path without it");
+	walk_refused(dir, "a/..", true, -EINVAL, "has a \"..\" component");
+	cr_assert_neq(fstatat(dfd, "b", &st, 0), 0, "made through ..");
+	/* A name that only starts with two dots is a name. */
+	walk_refused(dir, "a/..b/../c", true, -EINVAL, "has a \"..\" component");
+	close(dfd);
+}
+
+Test(state_dir_walk, a_relative_path_is_refused)
+{
+	struct clip_error *err = NULL;
+
+	assert_errno(dir_open_walk("var/lib/clip", false, "state directory", &err), -EINVAL);
+	cr_assert_str_eq(clip_error_get_message(err),
+			 "state directory var/lib/clip is not an absolute path");
+	clip_error_free(err);
+}
