@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdio.h>
+#include <string.h>
+
 #include "macro.h"
+#include "test-hooks.h"
 #include "utf8.h"
 
 size_t
@@ -185,4 +189,63 @@ utf8_name_check(const char *s, size_t n, uint32_t *ret_c, size_t *ret_offset)
 		i += k ? k : 1;
 	}
 	return NULL;
+}
+
+/* Spaces, of any width: a run of them is shown as one. */
+static bool
+is_space(uint32_t c)
+{
+	return c == ' ' || c == '\t' || c == 0xa0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200a) ||
+	       c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/*
+ * The next unit of untrusted text at @s[*i] as it is shown, into @buf: the
+ * character, or an escape (\xNN for an invalid byte and the backslash,
+ * \u{XXXX} for a control, bidirectional, invisible or look-alike
+ * character); a run of spaces is one space when @collapse. Returns the
+ * columns it takes, counted high (2 for anything not ASCII, the most a
+ * terminal gives a character), so that a line never wraps.
+ */
+static size_t
+next_unit(const char *s, size_t n, size_t *i, bool collapse, char buf[16])
+{
+	uint32_t c;
+	size_t k = utf8_decode(s + *i, n - *i, &c);
+
+	if (k == 0 || c == '\\') {
+		snprintf(buf, 16, "\\x%02x", (unsigned char)s[*i]);
+		*i += 1;
+		return 4;
+	}
+	*i += k;
+	if (collapse && is_space(c)) {
+		while (*i < n && (k = utf8_decode(s + *i, n - *i, &c)) > 0 && is_space(c))
+			*i += k;
+		strcpy(buf, " ");
+		return 1;
+	}
+	if (utf8_is_dangerous(c) || (utf8_name_refusal(c) && !test_hook_disabled("name-invisible")))
+		return (size_t)snprintf(buf, 16, "\\u{%04X}", (unsigned)c);
+	memcpy(buf, s + *i - k, k);
+	buf[k] = '\0';
+	return c < 0x80 ? 1 : 2;
+}
+
+size_t
+utf8_put_escaped(FILE *f, const char *s, bool collapse, size_t budget)
+{
+	size_t n = strlen(s), cols = 0;
+	char buf[16];
+
+	for (size_t i = 0; i < n;) {
+		size_t w = next_unit(s, n, &i, collapse, buf);
+
+		if (cols + w > budget)
+			break;
+		if (f)
+			fputs(buf, f);
+		cols += w;
+	}
+	return cols;
 }

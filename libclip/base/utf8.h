@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /*
  * Decode one code point at @s (@n bytes left). Returns its length (1-4)
@@ -40,3 +41,16 @@ const char *utf8_name_refusal(uint32_t c);
  * code points: they are skipped here (the delivery makes them '_').
  */
 const char *utf8_name_check(const char *s, size_t n, uint32_t *ret_c, size_t *ret_offset);
+
+/*
+ * Untrusted text made safe for a terminal: write @s to @f (NULL: only
+ * count) with every character that could act on the terminal or read as
+ * something else escaped, \xNN for an invalid byte and the backslash,
+ * \u{XXXX} for a control (ESC, newline...), bidirectional, invisible or
+ * look-alike character (test hook "name-invisible" leaves the last three);
+ * a run of spaces of any width is one space when @collapse. Stops before
+ * @budget columns would be passed, counting 2 for a character that is not
+ * ASCII. Returns the columns written. The one escaping of clip-confirm's
+ * prompt and of what clipctl prints from files.
+ */
+size_t utf8_put_escaped(FILE *f, const char *s, bool collapse, size_t budget);

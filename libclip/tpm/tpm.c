@@ -96,10 +96,21 @@ clip_ctx_set_tpm_options(struct clip_ctx *ctx, const struct clip_tpm_opts *opts)
 		ctx_assert_log_return(ctx, r != -EINVAL, -EINVAL);
 		/* Members this version does not know, set: it cannot honour them. */
 		ctx_assert_log_return(ctx, r != -E2BIG, -E2BIG);
-		ctx_assert_log_return(ctx, !o.tcti || tcti_valid(o.tcti), -EINVAL);
+		/* Values a person typed or configured: a sentence, not a client bug. */
+		if (o.tcti && !tcti_valid(o.tcti)) {
+			log_err(ctx,
+				"bad TPM options: a TCTI is 1 to %zu printable ASCII characters",
+				sizeof(c.tcti) - 1);
+			return -EINVAL;
+		}
 		ctx_assert_log_return(ctx, !(o.seal_pcrs & ~TPM_PCR_MASK), -EINVAL);
-		ctx_assert_log_return(ctx, !o.measure_pcr || tpm_measure_pcr_valid(o.measure_pcr),
-				      -EINVAL);
+		if (o.measure_pcr && !tpm_measure_pcr_valid(o.measure_pcr)) {
+			log_err(ctx,
+				"bad TPM options: PCR %u cannot be measured into (1 to 16 or 23; 0 "
+				"is the firmware's, 17 to 22 belong to D-RTM)",
+				(unsigned)o.measure_pcr);
+			return -EINVAL;
+		}
 		ctx_assert_log_return(ctx,
 				      o.fallback == CLIP_TPM_FALLBACK_REFUSE ||
 					      o.fallback == CLIP_TPM_FALLBACK_KEY_FILE,

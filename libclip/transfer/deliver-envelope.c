@@ -415,10 +415,16 @@ clip_transfer_open_envelope(struct clip_ctx *ctx, const char *target, int in_fd,
 {
 	clip_assert_reterr(reterr);
 	ctx_assert_return_error(ctx, reterr);
-	ctx_assert_log_return(ctx, target && proto_cage_name_valid(target, strlen(target)),
-			      api_return(-EINVAL, reterr));
+	ctx_assert_log_return(ctx, target, api_return(-EINVAL, reterr));
 	ctx_assert_log_return(ctx, in_fd >= 0 && out_fd >= 0 && in_fd != out_fd,
 			      api_return(-EINVAL, reterr));
 
+	/* A cage's name is what a person typed: said, not a client bug. */
+	if (!proto_cage_name_valid(target, strnlen(target, PROTO_CAGE_MAX + 1)))
+		return api_return(error_set(reterr, -EINVAL,
+					    "'%.64s' is not a cage name: 1 to %d of a-z 0-9 - _, "
+					    "starting with a letter or a digit, not s<digit>",
+					    target, PROTO_CAGE_MAX),
+				  reterr);
 	return api_return(open_envelope(ctx, target, in_fd, out_fd, reterr), reterr);
 }

@@ -83,13 +83,13 @@ load_profile(const char *path, struct clip_cage_profile **ret)
 		return fail_usage("--profile FILE is required");
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
-		fprintf(stderr, "clipctl: cannot open %s: %s\n", path, strerror(errno));
+		say(stderr, "clipctl: cannot open %s: %s", path, strerror(errno));
 		return EXIT_INVALID;
 	}
 	r = clip_cage_profile_load(ret, fd, path, &error);
 	close(fd);
 	if (r < 0) {
-		fprintf(stderr, "clipctl: %s\n", clip_error_get_message(error));
+		say(stderr, "clipctl: %s", clip_error_get_message(error));
 		clip_error_free(error);
 		return EXIT_USAGE;
 	}
@@ -279,7 +279,8 @@ cage_start(struct clipctl *c, int argc, char **argv)
 		return r;
 	r = clip_cage_get_pids(cage, &pids, &n);
 	if (r == 0 && n > 0)
-		printf("%s %d\n", clip_cage_profile_get_name(clip_cage_get_profile(cage)), pids[0]);
+		say(stdout, "%s %d", clip_cage_profile_get_name(clip_cage_get_profile(cage)),
+		    pids[0]);
 	else
 		r = fail_error("cage start", r < 0 ? r : -ECHILD, NULL);
 	free(pids);
@@ -376,7 +377,8 @@ cage_list(struct clipctl *c, int argc, char **argv)
 
 		if (clip_cage_attach(&cage, ctx, *n, NULL) == 0 &&
 		    clip_cage_get_pids(cage, &pids, &k) == 0) {
-			printf("%s\t", *n);
+			put_name(stdout, *n);
+			putchar('\t');
 			print_level(c, clip_cage_profile_get_level(clip_cage_get_profile(cage)),
 				    "");
 			printf("\t%d\t%zu\n", k ? pids[0] : 0, k);

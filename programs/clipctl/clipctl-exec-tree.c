@@ -170,7 +170,7 @@ add_tree(struct trees *trees, const char *path, const char *from)
 		/* An interpreter lists directories that may not exist (yet). */
 		if ((from || trees->ignore_missing) && (errno == ENOENT || errno == ENOTDIR))
 			return 0;
-		fprintf(stderr, "clipctl: %s: %s\n", path, strerror(errno));
+		say(stderr, "clipctl: %s: %s", path, strerror(errno));
 		return EXIT_INVALID;
 	}
 	if (from) {
@@ -214,8 +214,8 @@ add_interpreter(struct trees *trees, const char *prog)
 		return 0;
 	}
 	if (r < 0) {
-		fprintf(stderr, "clipctl: cannot ask %s for its library directories: %s\n", prog,
-			r == -ECHILD ? "it failed" : strerror(-r));
+		say(stderr, "clipctl: cannot ask %s for its library directories: %s", prog,
+		    r == -ECHILD ? "it failed" : strerror(-r));
 		free(buf);
 		return EXIT_INVALID;
 	}
@@ -278,9 +278,9 @@ covered(const struct trees *trees, size_t i)
 static void
 print_stats(const struct tree *t, const struct clip_exec_tree_stats *st, bool check, int r)
 {
-	printf("%s: %llu file%s, %llu %s", t->path, (unsigned long long)st->files,
-	       st->files == 1 ? "" : "s", (unsigned long long)st->changed,
-	       check ? "to change" : "changed");
+	put_name(stdout, t->path);
+	printf(": %llu file%s, %llu %s", (unsigned long long)st->files, st->files == 1 ? "" : "s",
+	       (unsigned long long)st->changed, check ? "to change" : "changed");
 	if (st->unsafe)
 		printf(", %llu unsafe", (unsigned long long)st->unsafe);
 	if (st->noexec)
@@ -288,7 +288,7 @@ print_stats(const struct tree *t, const struct clip_exec_tree_stats *st, bool ch
 	if (st->mounts)
 		printf(", %llu mount point%s not crossed", (unsigned long long)st->mounts,
 		       st->mounts == 1 ? "" : "s");
-	printf(": %s\n", r == 0 ? "passes" : "fails");
+	say(stdout, ": %s", r == 0 ? "passes" : "fails");
 }
 
 static int
@@ -306,7 +306,7 @@ allow(struct clip_ctx *ctx, const struct trees *trees, unsigned flags)
 			continue;
 		r = clip_exec_allow_tree(ctx, AT_FDCWD, t->path, flags, &st, &error);
 		if (r < 0) {
-			fprintf(stderr, "clipctl: %s\n", clip_error_get_message(error));
+			say(stderr, "clipctl: %s", clip_error_get_message(error));
 			clip_error_free(error);
 			ret = EXIT_INVALID;
 			continue;
@@ -386,7 +386,7 @@ clipctl_exec_allow_tree(struct clipctl *c, int argc, char **argv)
 	if (r != 0 || list) {
 		for (size_t i = 0; r == 0 && i < trees.n; i++)
 			if (!covered(&trees, i))
-				printf("%s\n", trees.t[i].path);
+				say(stdout, "%s", trees.t[i].path);
 		free_trees(&trees);
 		return r;
 	}

@@ -35,22 +35,20 @@ clipctl_exec_check(struct clipctl *c, int argc, char **argv)
 	ctx = clipctl_ctx(c);
 	if (!ctx)
 		return EXIT_USAGE;
-	r = open_file(argv[0], &fd);
+	r = open_file(argv[0], OPEN_FOLLOW, &fd);
 	if (r != 0) {
 		clip_ctx_unref(ctx);
 		return r;
 	}
 	r = clip_exec_check_fd(ctx, fd, &error);
 	if (r < 0) {
-		fprintf(stderr, "clipctl: %s: refused: %s\n", argv[0],
-			clip_error_get_message(error));
+		say(stderr, "clipctl: %s: refused: %s", argv[0], clip_error_get_message(error));
 		clip_error_free(error);
 		r = EXIT_INVALID;
 	} else {
-		printf("%s: allowed%s\n", argv[0],
-		       clip_exec_check_support(ctx) == CLIP_EXEC_CHECK_DEGRADED
-			       ? " (degraded check)"
-			       : "");
+		say(stdout, "%s: allowed%s", argv[0],
+		    clip_exec_check_support(ctx) == CLIP_EXEC_CHECK_DEGRADED ? " (degraded check)"
+									     : "");
 	}
 	close(fd);
 	clip_ctx_unref(ctx);
@@ -66,9 +64,9 @@ print_policy(struct clip_ctx *ctx)
 		return fail_error("cannot read the securebits", -EINVAL, NULL);
 	printf("securebits 0x%04x\n", bits);
 	for (size_t i = 0; i < sizeof(exec_bits) / sizeof(exec_bits[0]); i++)
-		printf("%s %s\n", exec_bits[i].name, bits & exec_bits[i].bit ? "on" : "off");
-	printf("check %s\n",
-	       clip_exec_check_support(ctx) == CLIP_EXEC_CHECK_NATIVE ? "native" : "degraded");
+		say(stdout, "%s %s", exec_bits[i].name, bits & exec_bits[i].bit ? "on" : "off");
+	say(stdout, "check %s",
+	    clip_exec_check_support(ctx) == CLIP_EXEC_CHECK_NATIVE ? "native" : "degraded");
 	return 0;
 }
 
@@ -109,6 +107,6 @@ clipctl_exec_policy(struct clipctl *c, int argc, char **argv)
 	if (r < 0)
 		return fail_error("cannot set the securebits", r, error);
 	execvp(argv[i + 1], argv + i + 1);
-	fprintf(stderr, "clipctl: cannot run %s: %s\n", argv[i + 1], strerror(errno));
+	say(stderr, "clipctl: cannot run %s: %s", argv[i + 1], strerror(errno));
 	return errno == ENOENT ? 127 : 126;
 }

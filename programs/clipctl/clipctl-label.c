@@ -36,7 +36,7 @@ clipctl_label(struct clipctl *c, int argc, char **argv)
 		r = EXIT_USAGE;
 		goto out;
 	}
-	r = open_file(argv[0], &fd);
+	r = open_file(argv[0], OPEN_REGULAR_OR_DIR, &fd);
 	if (r != 0)
 		goto out;
 
@@ -53,7 +53,8 @@ clipctl_label(struct clipctl *c, int argc, char **argv)
 	if (strcmp(verb, "get") == 0)
 		r = print_level(c, level, "\n");
 	else if (strcmp(verb, "verify") == 0) {
-		printf("%s: valid (", argv[0]);
+		put_name(stdout, argv[0]);
+		printf(": valid (");
 		r = print_level(c, level, ")\n");
 	}
 out:

@@ -120,12 +120,12 @@ print_pcr(struct clip_ctx *ctx, const char *label, unsigned pcr)
 	char text[65];
 
 	if (clip_tpm_pcr_read(ctx, pcr, value, &error) < 0) {
-		printf("%s %u: %s\n", label, pcr, clip_error_get_message(error));
+		say(stdout, "%s %u: %s", label, pcr, clip_error_get_message(error));
 		clip_error_free(error);
 		return;
 	}
 	hex(value, sizeof(value), text);
-	printf("%s %u: %s\n", label, pcr, text);
+	say(stdout, "%s %u: %s", label, pcr, text);
 }
 
 static int
@@ -138,21 +138,21 @@ status(struct clip_ctx *ctx)
 	int r;
 
 	clip_ctx_get_tpm_options(ctx, &o);
-	printf("tcti: %s\n", o.tcti);
+	say(stdout, "tcti: %s", o.tcti);
 	r = clip_tpm_get_info(ctx, &info, &error);
 	if (r < 0)
 		return fail_error("tpm status", r, error);
-	printf("tpm: %s\n", info);
+	say(stdout, "tpm: %s", info);
 	free(info);
 
 	r = clip_tpm_check_key(ctx, &sealed, &error);
 	if (r == 0)
-		printf("sealed key: %s/mac.key.tpm, sealed to PCR %s: unseals\n",
-		       clip_ctx_get_state_dir(ctx), pcr_list(sealed, a));
+		say(stdout, "sealed key: %s/mac.key.tpm, sealed to PCR %s: unseals",
+		    clip_ctx_get_state_dir(ctx), pcr_list(sealed, a));
 	else
-		printf("sealed key: %s\n", clip_error_get_message(error));
+		say(stdout, "sealed key: %s", clip_error_get_message(error));
 	error = clip_error_free(error);
-	printf("seal PCRs (configured): %s\n", pcr_list(o.seal_pcrs, b));
+	say(stdout, "seal PCRs (configured): %s", pcr_list(o.seal_pcrs, b));
 	pcrs = o.seal_pcrs | sealed;
 	for (unsigned pcr = 0; pcr < 24; pcr++)
 		if (pcrs & (1u << pcr))
@@ -160,9 +160,9 @@ status(struct clip_ctx *ctx)
 	print_pcr(ctx, "measurement PCR", o.measure_pcr);
 	r = clip_tpm_replay(ctx, NULL, NULL, &error);
 	if (r >= 0)
-		printf("event log: %d event%s, matches the TPM\n", r, r == 1 ? "" : "s");
+		say(stdout, "event log: %d event%s, matches the TPM", r, r == 1 ? "" : "s");
 	else
-		printf("event log: %s\n", clip_error_get_message(error));
+		say(stdout, "event log: %s", clip_error_get_message(error));
 	clip_error_free(error);
 	return 0;
 }
@@ -173,7 +173,7 @@ print_event(unsigned pcr, const char *what, const uint8_t digest[32], void *user
 	char text[65];
 
 	hex(digest, 32, text);
-	printf("%2u %s %s\n", pcr, text, what);
+	say(stdout, "%2u %s %s", pcr, text, what);
 	(*(int *)userdata)++;
 }
 
@@ -186,7 +186,7 @@ replay(struct clip_ctx *ctx)
 	r = clip_tpm_replay(ctx, print_event, &n, &error);
 	if (r < 0)
 		return fail_error("the event log does not match the TPM", r, error);
-	printf("event log: %d event%s, matches the TPM\n", r, r == 1 ? "" : "s");
+	say(stdout, "event log: %d event%s, matches the TPM", r, r == 1 ? "" : "s");
 	return 0;
 }
 
@@ -203,7 +203,7 @@ measure(struct clip_ctx *ctx, const char *path, const char *what)
 		snprintf(name, sizeof(name), "file:%s", path);
 		what = name;
 	}
-	r = open_file(path, &fd);
+	r = open_file(path, OPEN_REGULAR, &fd);
 	if (r != 0)
 		return r;
 	buf = malloc(MEASURE_MAX + 1);
@@ -216,7 +216,7 @@ measure(struct clip_ctx *ctx, const char *path, const char *what)
 	close(fd);
 	if (n > MEASURE_MAX) {
 		free(buf);
-		fprintf(stderr, "clipctl: %s: larger than %d bytes\n", path, MEASURE_MAX);
+		say(stderr, "clipctl: %s: larger than %d bytes", path, MEASURE_MAX);
 		return EXIT_INVALID;
 	}
 	r = clip_tpm_measure(ctx, what, buf, n, &error);
@@ -228,7 +228,7 @@ measure(struct clip_ctx *ctx, const char *path, const char *what)
 	}
 	if (r < 0)
 		return fail_error(path, r, error);
-	printf("measured %s as '%s'\n", path, what);
+	say(stdout, "measured %s as '%s'", path, what);
 	return 0;
 }
 
@@ -244,11 +244,11 @@ seal(struct clip_ctx *ctx, unsigned flags)
 	if (r < 0)
 		return fail_error("cannot seal the key", r, error);
 	clip_ctx_get_tpm_options(ctx, &o);
-	printf("sealed the %s key to PCR %s in %s/mac.key.tpm\n",
-	       flags & CLIP_TPM_SEAL_NEW             ? "new"
-	       : flags & CLIP_TPM_SEAL_FROM_KEY_FILE ? "key file's"
-						     : "context's",
-	       pcr_list(o.seal_pcrs, list), clip_ctx_get_state_dir(ctx));
+	say(stdout, "sealed the %s key to PCR %s in %s/mac.key.tpm",
+	    flags & CLIP_TPM_SEAL_NEW             ? "new"
+	    : flags & CLIP_TPM_SEAL_FROM_KEY_FILE ? "key file's"
+						  : "context's",
+	    pcr_list(o.seal_pcrs, list), clip_ctx_get_state_dir(ctx));
 	return 0;
 }
 
@@ -283,7 +283,8 @@ clipctl_tpm(struct clipctl *c, int argc, char **argv)
 	}
 	if (r < 0) {
 		clip_ctx_unref(ctx);
-		return fail_usage("bad TPM options (a PCR to measure is 1 to 16 or 23)");
+		/* The library said which option and why, in the log. */
+		return fail_usage("bad TPM options");
 	}
 	if (strcmp(verb, "status") == 0)
 		r = status(ctx);

@@ -39,23 +39,26 @@ report(struct clip_transfer *t, const char *target)
 	switch (clip_transfer_get_status(t)) {
 	case CLIP_TRANSFER_DELIVERED:
 		clip_transfer_get_digest(t, &size, sha, &encrypted);
-		printf("delivered to %s as '%s' (%llu bytes%s, sha256 ", target,
-		       clip_transfer_get_name(t), (unsigned long long)size,
+		printf("delivered to ");
+		put_name(stdout, target);
+		printf(" as '");
+		put_name(stdout, clip_transfer_get_name(t));
+		printf("' (%llu bytes%s, sha256 ", (unsigned long long)size,
 		       encrypted ? ", encrypted" : "");
 		for (int i = 0; i < 32; i++)
 			printf("%02x", sha[i]);
 		printf(")\n");
 		return 0;
 	case CLIP_TRANSFER_DENIED_POLICY:
-		fprintf(stderr, "clipctl: denied by policy: %s\n", why);
+		say(stderr, "clipctl: denied by policy: %s", why);
 		return EXIT_DENIED_POLICY;
 	case CLIP_TRANSFER_DENIED_USER:
-		fprintf(stderr, "clipctl: denied by the user: %s\n", why);
+		say(stderr, "clipctl: denied by the user: %s", why);
 		return EXIT_DENIED_USER;
 	default:
 		err = clip_transfer_get_error(t);
-		fprintf(stderr, "clipctl: failed: %s%s%s%s\n", why, err ? " (" : "",
-			err ? strerror(-err) : "", err ? ")" : "");
+		say(stderr, "clipctl: failed: %s%s%s%s", why, err ? " (" : "",
+		    err ? strerror(-err) : "", err ? ")" : "");
 		return EXIT_INVALID;
 	}
 }
@@ -100,7 +103,7 @@ transfer_send(int argc, char **argv)
 				  "[--socket PATH]");
 	fd = open(argv[optind], O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		fprintf(stderr, "clipctl: failed: cannot open %s: %m\n", argv[optind]);
+		say(stderr, "clipctl: failed: cannot open %s: %m", argv[optind]);
 		return EXIT_INVALID;
 	}
 	copy = strdup(argv[optind]);
@@ -219,16 +222,14 @@ transfer_open(struct clipctl *c, int argc, char **argv)
 	if (in < 0) {
 		clip_ctx_unref(ctx);
 		if (in == -ENOENT)
-			fprintf(stderr, "clipctl: cannot open %s: %s\n", argv[optind],
-				strerror(ENOENT));
+			say(stderr, "clipctl: cannot open %s: %s", argv[optind], strerror(ENOENT));
 		return in == -ENOENT ? EXIT_INVALID
 				     : fail_error("cannot open the envelope", in, error);
 	}
 	if (out_path) {
 		out = open_output(out_path, &dfd, &unnamed);
 		if (out < 0) {
-			fprintf(stderr, "clipctl: cannot create %s: %s\n", out_path,
-				strerror(-out));
+			say(stderr, "clipctl: cannot create %s: %s", out_path, strerror(-out));
 			close(in);
 			clip_ctx_unref(ctx);
 			return EXIT_INVALID;
@@ -241,9 +242,9 @@ transfer_open(struct clipctl *c, int argc, char **argv)
 		if (r == 0 && unnamed)
 			r = link_output(out, dfd, out_path);
 		if (r < 0 && !error)
-			fprintf(stderr, "clipctl: cannot write %s: %s\n", out_path, strerror(-r));
+			say(stderr, "clipctl: cannot write %s: %s", out_path, strerror(-r));
 		if (close(out) < 0 && r == 0) {
-			fprintf(stderr, "clipctl: cannot write %s: %m\n", out_path);
+			say(stderr, "clipctl: cannot write %s: %m", out_path);
 			r = -EIO;
 		}
 		if (r < 0 && !unnamed)
@@ -273,7 +274,9 @@ clipctl_transfer(struct clipctl *c, int argc, char **argv)
 static int
 print_record(const char *record, void *userdata)
 {
-	puts(record);
+	/* Printable ASCII when verified; escaped all the same, as every name from a file. */
+	put_name(stdout, record);
+	putchar('\n');
 	return 0;
 }
 
@@ -313,9 +316,17 @@ clipctl_audit(struct clipctl *c, int argc, char **argv)
 			goto out;
 		}
 		name = basename(base);
+		/* What clip_audit_check() takes as a name (an assertion there). */
+		if (!*log_path || strcmp(name, "/") == 0 || strcmp(name, ".") == 0 ||
+		    strcmp(name, "..") == 0 || strlen(name) > 200) {
+			r = fail_usage("bad --log '%.200s': give the path of a log file (a name of "
+				       "1 to 200 bytes, not . or ..)",
+				       log_path);
+			goto out;
+		}
 		dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
-			fprintf(stderr, "clipctl: cannot open the directory of %s: %m\n", log_path);
+			say(stderr, "clipctl: cannot open the directory of %s: %m", log_path);
 			r = EXIT_INVALID;
 			goto out;
 		}
@@ -334,8 +345,8 @@ clipctl_audit(struct clipctl *c, int argc, char **argv)
 	if (r < 0)
 		r = fail_error(log_path ? log_path : "audit log", r, error);
 	else if (strcmp(verb, "verify") == 0)
-		printf("%s: %llu records, valid%s\n", log_path ? log_path : CLIP_AUDIT_LOG_NAME,
-		       (unsigned long long)count, warnings ? ", with the warnings above" : "");
+		say(stdout, "%s: %llu records, valid%s", log_path ? log_path : CLIP_AUDIT_LOG_NAME,
+		    (unsigned long long)count, warnings ? ", with the warnings above" : "");
 	if (r == 0 && warnings)
 		r = EXIT_AUDIT_WARNINGS;
 out:

@@ -9,14 +9,20 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
+#include "base/test-hooks.h"
+#include "base/utf8.h"
+#include "base/util.h"
 #include "clipctl.h"
 
 #define NAMES_FILE_MAX (1024 * 1024)
@@ -186,24 +192,52 @@ command_help(int argc, char **argv)
 	return -1;
 }
 
+void
+put_name(FILE *f, const char *s)
+{
+	if (test_hook_disabled("clipctl-escape"))
+		fputs(s, f);
+	else
+		utf8_put_escaped(f, s, false, SIZE_MAX);
+}
+
+void
+say(FILE *f, const char *format, ...)
+{
+	char *text = NULL;
+	va_list ap;
+	int n;
+
+	va_start(ap, format);
+	n = vasprintf(&text, format, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	put_name(f, text);
+	fputc('\n', f);
+	free(text);
+}
+
 int
 fail_usage(const char *format, ...)
 {
+	char *text = NULL;
 	va_list ap;
+	int n;
 
-	fputs("clipctl: ", stderr);
 	va_start(ap, format);
-	vfprintf(stderr, format, ap);
+	n = vasprintf(&text, format, ap);
 	va_end(ap);
-	fputs("\nTry 'clipctl --help'.\n", stderr);
+	say(stderr, "clipctl: %s", n < 0 ? "usage error" : text);
+	free(text);
+	fputs("Try 'clipctl --help'.\n", stderr);
 	return EXIT_USAGE;
 }
 
 int
 fail_error(const char *what, int r, struct clip_error *error)
 {
-	fprintf(stderr, "clipctl: %s: %s\n", what,
-		error ? clip_error_get_message(error) : strerror(-r));
+	say(stderr, "clipctl: %s: %s", what, error ? clip_error_get_message(error) : strerror(-r));
 	clip_error_free(error);
 	return EXIT_INVALID;
 }
@@ -211,7 +245,7 @@ fail_error(const char *what, int r, struct clip_error *error)
 static void
 log_to_stderr(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
 {
-	fprintf(stderr, "clipctl: %s%s\n", priority == LOG_WARNING ? "warning: " : "", message);
+	say(stderr, "clipctl: %s%s", priority == LOG_WARNING ? "warning: " : "", message);
 }
 
 struct clip_ctx *
@@ -227,8 +261,15 @@ clipctl_ctx(const struct clipctl *c)
 	}
 	clip_ctx_set_log_fn(ctx, log_to_stderr, NULL);
 	clip_ctx_set_log_priority(ctx, c->verbose ? LOG_DEBUG : LOG_ERR);
+	/* The library takes an absolute path (an assertion): a person is told here. */
+	if (c->state_dir && (c->state_dir[0] != '/' || strlen(c->state_dir) >= PATH_MAX)) {
+		fail_usage("bad --state-dir '%.200s': give an absolute path (of fewer than %d "
+			   "bytes)",
+			   c->state_dir, PATH_MAX);
+		return clip_ctx_unref(ctx);
+	}
 	if (c->state_dir && clip_ctx_set_state_dir(ctx, c->state_dir) < 0) {
-		fail_usage("bad state directory '%s' (an absolute path)", c->state_dir);
+		fail_usage("bad --state-dir '%.200s'", c->state_dir);
 		return clip_ctx_unref(ctx);
 	}
 	if (c->key_provider && clip_ctx_set_key_provider(ctx, c->key_provider) < 0) {
@@ -246,13 +287,13 @@ fail_level(const char *text, struct clip_error *error)
 {
 	int offset = clip_error_get_offset(error);
 
-	fprintf(stderr, "clipctl: %s\n", clip_error_get_message(error));
+	say(stderr, "clipctl: %s", clip_error_get_message(error));
 	if (offset >= 0 && (size_t)offset <= strlen(text) && strlen(text) < 200) {
 		fprintf(stderr, "  ");
 		for (const char *p = text; *p; p++)
 			fputc((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f ? '?' : *p,
 			      stderr);
-		fprintf(stderr, "\n  %*s^\n", offset, "");
+		say(stderr, "\n  %*s^", offset, "");
 	}
 	clip_error_free(error);
 	return EXIT_USAGE;
@@ -275,18 +316,44 @@ print_level(const struct clipctl *c, const struct clip_level *level, const char 
 
 	if (clip_level_format_name(level, c->names, &text) < 0)
 		return EXIT_INVALID;
-	printf("%s%s", text, suffix);
+	put_name(stdout, text);
+	fputs(suffix, stdout);
 	free(text);
 	return 0;
 }
 
 int
-open_file(const char *path, int *ret)
+open_file(const char *path, enum open_how how, int *ret)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct clip_error *error = NULL;
+	int fd;
 
+	if (how == OPEN_FOLLOW) {
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0) {
+			say(stderr, "clipctl: cannot open %s: %s", path, strerror(errno));
+			return EXIT_INVALID;
+		}
+		*ret = fd;
+		return 0;
+	}
+	fd = open_regular(AT_FDCWD, path, 0, NULL, &error);
+	if (fd == -EMEDIUMTYPE && how == OPEN_REGULAR_OR_DIR) {
+		/* A directory, opened again as one: a swap for a link or a FIFO fails. */
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0) {
+			clip_error_free(error);
+			*ret = fd;
+			return 0;
+		}
+	}
 	if (fd < 0) {
-		fprintf(stderr, "clipctl: cannot open %s: %s\n", path, strerror(errno));
+		if (error) {
+			say(stderr, "clipctl: %s", clip_error_get_message(error));
+			clip_error_free(error);
+			return EXIT_INVALID;
+		}
+		say(stderr, "clipctl: cannot open %s: %s", path, strerror(-fd));
 		return EXIT_INVALID;
 	}
 	*ret = fd;
@@ -297,15 +364,23 @@ static int
 load_names(struct clipctl *c)
 {
 	struct clip_error *error = NULL;
+	struct stat st = { 0 };
 	char *buf;
 	size_t n = 0;
 	ssize_t k;
 	int fd, r;
 
-	fd = open(c->names_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* A configuration file: a link is followed, but it must lead to a regular file. */
+	fd = open(c->names_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		fprintf(stderr, "clipctl: cannot open %s: %s\n", c->names_path, strerror(errno));
+		say(stderr, "clipctl: cannot open %s: %s", c->names_path, strerror(errno));
 		return EXIT_INVALID;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		say(stderr, "clipctl: --names %s is %s, not a file of level names", c->names_path,
+		    file_type_name(st.st_mode));
+		close(fd);
+		return EXIT_USAGE;
 	}
 	buf = malloc(NAMES_FILE_MAX + 1);
 	if (!buf) {
@@ -319,7 +394,7 @@ load_names(struct clipctl *c)
 	r = clip_level_names_parse(&c->names, buf, n, &error);
 	free(buf);
 	if (r < 0) {
-		fprintf(stderr, "clipctl: %s: %s\n", c->names_path, clip_error_get_message(error));
+		say(stderr, "clipctl: %s: %s", c->names_path, clip_error_get_message(error));
 		clip_error_free(error);
 		return EXIT_USAGE;
 	}
@@ -363,7 +438,7 @@ main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		case 'V':
-			printf("clipctl (libclip) %s\n", clip_version());
+			say(stdout, "clipctl (libclip) %s", clip_version());
 			return 0;
 		default:
 			usage(stderr);

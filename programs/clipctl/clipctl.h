@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <stdio.h>
+
 #include <clip/clip.h>
 
 #define EXIT_INVALID 1
@@ -20,7 +22,17 @@ struct clipctl {
 	struct clip_level_names *names;
 };
 
-/* "clipctl: MESSAGE" and a hint on stderr; returns EXIT_USAGE. */
+/*
+ * @s, a name or text from a file, a cage or the library, on @f escaped for
+ * a terminal (utf8_put_escaped(): no control character, no bidirectional
+ * or invisible one, ever raw). Test hook "clipctl-escape" (off: raw).
+ */
+void put_name(FILE *f, const char *s);
+
+/* printf() to @f, the whole line escaped as put_name() does, then "\n". */
+void say(FILE *f, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/* "clipctl: MESSAGE" (escaped) and a hint on stderr; returns EXIT_USAGE. */
 int fail_usage(const char *format, ...) __attribute__((format(printf, 1, 2)));
 
 /* "clipctl: WHAT: REASON" on stderr, frees @error; returns EXIT_INVALID. */
@@ -35,8 +47,21 @@ int parse_level(const struct clipctl *c, const char *text, struct clip_level **r
 /* Print a level (its name with --names) followed by @suffix. */
 int print_level(const struct clipctl *c, const struct clip_level *level, const char *suffix);
 
-/* Open a file to label or check: EXIT_INVALID with a message on failure. */
-int open_file(const char *path, int *ret);
+/*
+ * How a command opens the file it is given. OPEN_FOLLOW: as an interpreter
+ * would (exec-check answers for what would run: a symbolic link is
+ * followed, and the check is made on the descriptor opened). OPEN_REGULAR:
+ * open_regular() (tpm measure: no link, no FIFO or device). OPEN_REGULAR_OR_DIR:
+ * the same, or a directory (a label is on a file or a directory).
+ */
+enum open_how {
+	OPEN_FOLLOW,
+	OPEN_REGULAR,
+	OPEN_REGULAR_OR_DIR,
+};
+
+/* Open @path as @how says: EXIT_INVALID with a message on failure. */
+int open_file(const char *path, enum open_how how, int *ret);
 
 /* The command groups: argv[0] is the verb. */
 int clipctl_level(struct clipctl *c, int argc, char **argv);
