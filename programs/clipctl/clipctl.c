@@ -380,7 +380,7 @@ load_names(struct clipctl *c)
 		say(stderr, "clipctl: --names %s is %s, not a file of level names", c->names_path,
 		    file_type_name(st.st_mode));
 		close(fd);
-		return EXIT_USAGE;
+		return EXIT_INVALID;
 	}
 	buf = malloc(NAMES_FILE_MAX + 1);
 	if (!buf) {
