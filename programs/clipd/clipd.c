@@ -576,6 +576,12 @@ setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m
 		return EXIT_FAILURE;
 	clip_ctx_set_log_fn(*ctx, log_stderr, NULL);
 	clip_ctx_set_log_priority(*ctx, arg.verbose ? LOG_DEBUG : LOG_NOTICE);
+	/* The library asserts an absolute path: a person is told here (issue 20, 9). */
+	if (arg.state_dir && arg.state_dir[0] != '/') {
+		fprintf(stderr, "clipd: bad --state-dir '%.200s': give an absolute path\n",
+			arg.state_dir);
+		return EXIT_FAILURE;
+	}
 	if (arg.state_dir && clip_ctx_set_state_dir(*ctx, arg.state_dir) < 0)
 		return fail("bad state directory", NULL);
 	if (load_cages() < 0)

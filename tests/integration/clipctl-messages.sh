@@ -6,10 +6,11 @@
 # error, not a person's); a file name holding ESC [ ... and a newline is
 # printed escaped, on one line, wherever clipctl prints it; label and tpm
 # measure follow no symbolic link (exec-check does, as an interpreter).
-# Args: CLIPCTL tpm|no-tpm.
+# Args: CLIPCTL tpm|no-tpm CLIPD.
 set -u
 clipctl=$(realpath "$1")
 tpm=${2:-no-tpm}
+clipd=$(realpath "$3")
 . "$(dirname "$0")/tap.sh"
 
 base=$(mktemp -d /var/tmp/clip-msg-XXXXXX)
@@ -47,6 +48,7 @@ mistake "an empty --log" 2 "clipctl: bad --log '': give the path of a log file (
 mistake "a --log of .." 2 "clipctl: bad --log '..': give the path of a log file (a name of 1 to 200 bytes, not . or ..)" -- "${c[@]}" audit show --log ..
 mistake "an empty cage for transfer open" 1 "clipctl: doc: '' is not a cage name: 1 to 64 of a-z 0-9 - _, starting with a letter or a digit, not s<digit>" -- "${c[@]}" transfer open doc --for ""
 mistake "a cage name with a slash for transfer open" 1 "clipctl: doc: 'a/b' is not a cage name: 1 to 64 of a-z 0-9 - _, starting with a letter or a digit, not s<digit>" -- "${c[@]}" transfer open doc --for a/b
+mistake "clipd given a relative state directory" 1 "clipd: bad --state-dir 'state': give an absolute path" -- "$clipd" --config "$base" --state-dir state
 mistake "a directory as --names" 1 "clipctl: --names dir is a directory, not a file of level names" -- "$clipctl" --names dir level format s0
 if [ "$tpm" = tpm ]; then
 	mistake "an empty event name" 2 "clipctl: bad event name '' (1 to 255 printable ASCII characters)" -- "${c[@]}" tpm measure doc ""
