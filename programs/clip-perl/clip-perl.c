@@ -13,7 +13,12 @@
  *    wrapper of the require op checks the file itself and loads it the
  *    same way as the main script (5.36 has no ${^HOOK}{require__before});
  *    the wrapper also keeps the hook first in @INC (use lib unshifts);
- *  - -e/-E, the debugger (-d), code in -M/-m or -F, and a script on
+ *  - the command line, PERL5OPT and the program's #! line are read as
+ *    perl 5.36 reads them (perl-switches.c), so that the program checked
+ *    is the one perl runs; one perl would refuse, or that cannot be read
+ *    so, is refused under either securebit;
+ *  - -e/-E, every form of the debugger (-d, -dt, -d:Mod, in PERL5OPT or
+ *    on the #! line), PERL5DB, code in -M/-m or -F, and a script on
  *    standard input that fails the check are refused under
  *    SECBIT_EXEC_DENY_INTERACTIVE.
  *
@@ -23,7 +28,6 @@
 #include <perl.h>
 #include <XSUB.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -38,7 +42,9 @@
 
 #include <clip/clip.h>
 
+#include "base/test-hooks.h"
 #include "launcher.h"
+#include "perl-switches.h"
 
 #ifndef MFD_NOEXEC_SEAL
 #define MFD_NOEXEC_SEAL 0x0008U
@@ -54,164 +60,8 @@ static SV *hook_rv;
 static const char *script_name; /* for $0 */
 static bool in_do; /* the require being resolved is a do FILE */
 
-/* What the command line asks for, as perl's own switch parser sees it. */
-struct scan {
-	int script; /* index of the script argument, argc when none */
-	bool code; /* -e or -E */
-	bool debugger; /* -d without a module: perl5db.pl reads commands */
-	bool search; /* -S */
-	bool extract; /* -x */
-	bool info; /* -v, -h, -V: perl prints and exits */
-	bool version; /* -v, --version: perl prints its version */
-	const char *code_switch; /* -M, -m or -F carrying code */
-};
-
-/*
- * -MModule, -MModule=args and -MModule VERSION only: perl pastes anything
- * else after the name into "use Module ...;", that is, runs it as code.
- */
-static bool
-module_switch_is_code(const char *p)
-{
-	const char *start;
-
-	if (*p == '-')
-		p++;
-	start = p;
-	while (isalnum((unsigned char)*p) || *p == '_' || *p == ':')
-		p++;
-	if (p == start || *p == '\0' || *p == '=')
-		return false;
-	if (*p != ' ')
-		return true;
-	for (p++; *p; p++)
-		if (!isdigit((unsigned char)*p) && *p != '.' && *p != '_' && *p != 'v')
-			return true;
-	return false;
-}
-
-/* -F/pattern/ (or '' "") is pasted raw into "split(PATTERN)": code. */
-static bool
-split_switch_is_code(const char *p)
-{
-	return (*p == '/' || *p == '\'' || *p == '"') && strchr(p + 1, *p);
-}
-
-static void
-scan_switch_word(const char *p, struct scan *s, bool *takes_next)
-{
-	*takes_next = false;
-	while (*p) {
-		char c = *p++;
-
-		switch (c) {
-		case 'e':
-		case 'E':
-			s->code = true;
-			*takes_next = *p == '\0';
-			return;
-		case 'I':
-			*takes_next = *p == '\0';
-			return;
-		case 'M':
-		case 'm':
-			if (module_switch_is_code(p))
-				s->code_switch = c == 'M' ? "-M" : "-m";
-			return;
-		case 'd':
-			if (*p == 't')
-				p++;
-			if (*p == '\0')
-				s->debugger = true;
-			return;
-		case 'F':
-			if (split_switch_is_code(p))
-				s->code_switch = "-F";
-			return;
-		case 'x':
-			s->extract = true;
-			return;
-		case 'i':
-			return;
-		case 'V':
-		case 'v':
-		case 'h':
-			s->info = true;
-			return;
-		case 'S':
-			s->search = true;
-			break;
-		case '0':
-			if (*p == 'x' || *p == 'X')
-				for (p++; isxdigit((unsigned char)*p); p++)
-					;
-			else
-				while (*p >= '0' && *p <= '7')
-					p++;
-			break;
-		case 'l':
-			while (*p >= '0' && *p <= '7')
-				p++;
-			break;
-		case 'C':
-		case 'D':
-			while (isalnum((unsigned char)*p) || *p == '_')
-				p++;
-			break;
-		default:
-			/* a c n p s t T u U w W X f, or an unknown switch perl rejects. */
-			break;
-		}
-	}
-}
-
-static void
-scan_args(int argc, char **argv, struct scan *s)
-{
-	const char *opt = getenv("PERL5OPT");
-	int i;
-
-	*s = (struct scan){ .script = argc };
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		bool next;
-
-		if (a[0] != '-' || a[1] == '\0')
-			break;
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		s->version |= strcmp(a, "--version") == 0 || strcmp(a, "-v") == 0;
-		if (a[1] == '-') {
-			/* --version, --help: perl answers and exits. */
-			s->info = true;
-			continue;
-		}
-		scan_switch_word(a + 1, s, &next);
-		if (next)
-			i++;
-	}
-	if (!s->code && !s->info)
-		s->script = i;
-	/* PERL5OPT carries -M, -m and -d too (perl refuses -e there). */
-	while (opt && *opt) {
-		char word[256];
-		size_t n = 0;
-		bool next;
-
-		while (isspace((unsigned char)*opt))
-			opt++;
-		while (*opt && !isspace((unsigned char)*opt) && n + 1 < sizeof(word))
-			word[n++] = *opt++;
-		word[n] = '\0';
-		if (n)
-			scan_switch_word(word[0] == '-' ? word + 1 : word, s, &next);
-	}
-}
-
 static int
-refuse(const char *what, struct clip_error *error)
+refuse(struct clip_error *error)
 {
 	fprintf(stderr, "clip-perl: %s\n", clip_error_get_message(error));
 	clip_error_free(error);
@@ -220,48 +70,54 @@ refuse(const char *what, struct clip_error *error)
 
 /* The refusals of interactive code; 0 to go on, else the exit code. */
 static int
-check_interactive(const struct scan *s)
+check_interactive(const struct perl_switches *s)
 {
 	struct clip_error *error = NULL;
-	char what[64];
+	const char *db = getenv("PERL5DB");
+	char what[96];
 
-	if (s->code && clip_exec_may_run_interactive(ctx, -1, "-e", 0, &error) < 0)
-		return refuse("-e", error);
-	if (s->debugger &&
-	    clip_exec_may_run_interactive(ctx, -1, "-d (the debugger's prompt)", 0, &error) < 0)
-		return refuse("-d", error);
+	if (s->source == PERL_SOURCE_CODE &&
+	    clip_exec_may_run_interactive(ctx, -1, "-e", 0, &error) < 0)
+		return refuse(error);
+	if (s->debugger) {
+		snprintf(what, sizeof(what), "%s (the debugger, which runs what it reads)",
+			 s->debugger);
+		if (clip_exec_may_run_interactive(ctx, -1, what, 0, &error) < 0)
+			return refuse(error);
+	}
+	/* Perl runs PERL5DB as the debugger's code: code from the environment. */
+	if (db && !test_hook_disabled("perl-debugger") &&
+	    clip_exec_may_run_interactive(ctx, -1, "PERL5DB (code from the environment)", 0,
+					  &error) < 0)
+		return refuse(error);
 	if (s->code_switch) {
 		snprintf(what, sizeof(what), "%s with code after the module or pattern",
 			 s->code_switch);
 		if (clip_exec_may_run_interactive(ctx, -1, what, 0, &error) < 0)
-			return refuse(what, error);
+			return refuse(error);
 	}
 	return 0;
 }
 
-/* -S: the script's name searched in PATH, as perl does, else the name. */
-static char *
-search_path(const char *name)
+/*
+ * A command line perl would refuse, or that the scanner cannot read as perl
+ * does: under an exec securebit, refused rather than handed on, since what
+ * perl would then run is unknown. 0 to go on.
+ */
+static int
+check_understood(const struct perl_switches *s)
 {
-	const char *path = getenv("PATH");
-	struct stat st;
+	unsigned bits = 0;
 
-	if (strchr(name, '/') || !path)
-		return strdup(name);
-	while (*path) {
-		size_t n = strcspn(path, ":");
-		char *cand = NULL;
-
-		if (asprintf(&cand, "%.*s%s%s", (int)n, path, n ? "/" : "", name) < 0)
-			return NULL;
-		if (stat(cand, &st) == 0 && S_ISREG(st.st_mode))
-			return cand;
-		free(cand);
-		path += n;
-		if (*path == ':')
-			path++;
-	}
-	return strdup(name);
+	if (!s->failure[0] || test_hook_disabled("perl-switch-scan"))
+		return 0;
+	if (clip_exec_get_securebits(ctx, &bits) < 0 || bits == 0)
+		return 0;
+	fprintf(stderr,
+		"clip-perl: perl would not accept the switch '%s', or clip-perl cannot tell "
+		"where perl's switches end: refused under the exec securebits\n",
+		s->failure);
+	return EXIT_REFUSED;
 }
 
 /*
@@ -281,7 +137,9 @@ memfd_with_line(const char *name, const char *data, size_t size, bool extract)
 			const char *nl = memchr(p, '\n', (size_t)(data + size - p));
 			size_t len = nl ? (size_t)(nl - p) : (size_t)(data + size - p);
 
-			if (len > 2 && p[0] == '#' && p[1] == '!' && memmem(p, len, "perl", 4)) {
+			/* find_beginning(): "#!" first, then "perl" or "PERL". */
+			if (len > 2 && p[0] == '#' && p[1] == '!' &&
+			    (memmem(p, len, "perl", 4) || memmem(p, len, "PERL", 4))) {
 				head = (size_t)(p - data) + len + (nl ? 1 : 0);
 				line++;
 				break;
@@ -317,9 +175,12 @@ memfd_with_line(const char *name, const char *data, size_t size, bool extract)
 	return fd;
 }
 
-/* Open, check and copy a file to run; the memfd, or -errno with *error set. */
+/*
+ * Open, check and copy a file to run; the memfd, or -errno with *error set.
+ * For the main program, @sw gets the switches of its #! line.
+ */
 static int
-load_file(const char *path, bool extract, struct clip_error **error)
+load_file(const char *path, bool extract, struct perl_switches *sw, struct clip_error **error)
 {
 	char *data = NULL;
 	size_t size = 0;
@@ -332,6 +193,8 @@ load_file(const char *path, bool extract, struct clip_error **error)
 	close(fd);
 	if (r < 0)
 		return r;
+	if (sw)
+		perl_scan_shebang(sw, data, size);
 	r = memfd_with_line(path, data, size, extract);
 	free(data);
 	return r;
@@ -587,7 +450,7 @@ require_explicit(pTHX_ const char *name, bool is_do, Perl_ppaddr_t orig)
 	OP *next;
 	int fd;
 
-	fd = load_file(name, false, &error);
+	fd = load_file(name, false, NULL, &error);
 	if (fd == -ENOENT || fd == -ENOTDIR || fd == -EISDIR) {
 		clip_error_free(error);
 		if (!is_do)
@@ -685,17 +548,19 @@ xs_init(pTHX)
 
 /* Open and check the script; its memfd, or -1 with *exitcode set. */
 static int
-open_script(const char *arg, const struct scan *s, char **ret_name, int *exitcode)
+open_script(const char *arg, struct perl_switches *s, char **ret_name, int *exitcode)
 {
 	struct clip_error *error = NULL;
-	char *name = s->search ? search_path(arg) : strdup(arg);
+	char *name = s->search ? perl_search_path(arg) : strdup(arg);
 	int fd;
 
 	if (!name) {
+		/* perl's own words (util.c, find_script), and its exit status. */
+		fprintf(stderr, "Can't find %s on PATH.\n", arg);
 		*exitcode = 2;
 		return -1;
 	}
-	fd = load_file(name, s->extract, &error);
+	fd = load_file(name, s->extract, s, &error);
 	if (fd == -EACCES || fd == -EPERM || fd == -ETXTBSY) {
 		fprintf(stderr, "clip-perl: can't run perl script \"%s\": %s\n", name,
 			clip_error_get_message(error));
@@ -713,12 +578,39 @@ open_script(const char *arg, const struct scan *s, char **ret_name, int *exitcod
 	return fd;
 }
 
+/*
+ * A program on standard input that passed the check (a regular file): the
+ * switches of its #! line, read where perl will start reading, without
+ * moving the offset. Anything else perl reads there was refused, or is
+ * not enforced.
+ */
+static void
+scan_stdin_shebang(struct perl_switches *s)
+{
+	struct stat st;
+	char *data = NULL;
+	size_t size = 0;
+	off_t off = lseek(STDIN_FILENO, 0, SEEK_CUR);
+
+	if (off < 0 || fstat(STDIN_FILENO, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= off)
+		return;
+	size = (size_t)(st.st_size - off);
+	data = malloc(size);
+	if (data) {
+		ssize_t n = pread(STDIN_FILENO, data, size, off);
+
+		if (n > 0)
+			perl_scan_shebang(s, data, (size_t)n);
+	}
+	free(data);
+}
+
 int
 main(int argc, char **argv, char **env)
 {
 	struct clip_error *error = NULL;
 	PerlInterpreter *my_perl;
-	struct scan s;
+	struct perl_switches s;
 	char **args = NULL, *name = NULL, fdpath[32];
 	int exitcode = 0, fd = -1;
 
@@ -727,8 +619,8 @@ main(int argc, char **argv, char **env)
 		return 1;
 	}
 	launcher_log_to_stderr(ctx, "clip-perl");
-	scan_args(argc, argv, &s);
-	exitcode = check_interactive(&s);
+	perl_scan_args(&s, argc, argv, getenv("PERL5OPT"));
+	exitcode = check_understood(&s);
 	if (exitcode)
 		goto out;
 	args = calloc((size_t)argc + 1, sizeof(char *));
@@ -737,20 +629,29 @@ main(int argc, char **argv, char **env)
 		goto out;
 	}
 	memcpy(args, argv, (size_t)argc * sizeof(char *));
-	if (s.script < argc && strcmp(argv[s.script], "-") != 0) {
+	/* perl refuses the command line, or prints and exits: it runs nothing. */
+	if (s.failure[0] || s.source == PERL_SOURCE_EXIT)
+		goto run;
+	if (s.source == PERL_SOURCE_SCRIPT) {
 		fd = open_script(argv[s.script], &s, &name, &exitcode);
 		if (fd < 0)
 			goto out;
 		snprintf(fdpath, sizeof(fdpath), "/dev/fd/%d", fd);
 		args[s.script] = fdpath;
 		script_name = name;
-	} else if (!s.code && !s.info &&
-		   clip_exec_may_run_interactive(ctx, STDIN_FILENO, "standard input", 0, &error) <
-			   0) {
-		exitcode = refuse("standard input", error);
-		goto out;
+	} else if (s.source == PERL_SOURCE_STDIN) {
+		if (clip_exec_may_run_interactive(ctx, STDIN_FILENO, "standard input", 0, &error) <
+		    0) {
+			exitcode = refuse(error);
+			goto out;
+		}
+		scan_stdin_shebang(&s);
 	}
+	exitcode = check_interactive(&s);
+	if (exitcode)
+		goto out;
 
+run:
 	PERL_SYS_INIT3(&argc, &args, &env);
 	my_perl = perl_alloc();
 	perl_construct(my_perl);
