@@ -37,6 +37,10 @@ echo '"good.pl";' >"$lib/good.pl"
 echo '"bad.pl";' >"$bad/bad.pl"
 echo 'print "main on noexec\n";' >"$bad/main.pl"
 echo 'print "from stdin\n";' >"$lib/stdin.pl"
+# Issue 20: the debugger started from the #! line of a checked script.
+printf '#!/usr/bin/perl -d\nprint "dbg.pl\\n";\n' >"$lib/dbg.pl"
+mkdir -p "$lib/Devel"
+echo 'package Devel::Clip; 1;' >"$lib/Devel/Clip.pm"
 echo 'print "from stdin\n";' >"$lib/stdin-nox.pl"
 printf 'print "line ", __LINE__, " of ", __FILE__, " as $0\\n"; warn "w\\n"; die "dies"\n' >"$lib/where.pl"
 cat >"$lib/load50.pl" <<'PL'
@@ -46,10 +50,30 @@ while (my $m = <$f>) { chomp $m; (my $p = "$m.pm") =~ s{::}{/}g; require $p; $n+
 print "loaded $n\n";
 PL
 cp "$here/perl-50.txt" "$lib/perl-50.txt"
-chmod 755 "$lib"/*.pl "$lib"/Clip/*.pm "$bad"/*.pl "$bad"/Clip/*.pm
+chmod 755 "$lib"/*.pl "$lib"/Clip/*.pm "$lib"/Devel/*.pm "$bad"/*.pl "$bad"/Clip/*.pm
 chmod 644 "$lib/Clip/Nox.pm" "$lib/stdin-nox.pl"
 export PERL5LIB=$lib:$bad
 unset PERL5OPT
+
+# piped INPUT CMD...: CMD with INPUT (printf %b) on a pipe as standard input.
+piped() {
+	local input=$1
+	shift
+	printf '%b' "$input" | "$@"
+}
+# Debugger commands: the code an attacker pipes in. "PWN"."ED": the switch
+# quoted in a refusal never reads as the marker.
+cmds='print "PWN"."ED\\n"\nq\n'
+pwn='print "PWN"."ED\n";'
+
+# attack DESC CMD...: a command line of issue 20, under the bits in $bits:
+# clip-perl refuses it (126), and the attacker's code never runs.
+attack() {
+	local desc="$id, $bitsname: $1"
+	shift
+	expect 126 "$desc: refused" -- "$@"
+	is "$desc: its code did not run" "$(grep -c 'PWNED\|main on noexec' <<<"$out$err")" 0
+}
 
 ids=root
 [ "$CLIP_EXEC_NS" = root ] && ids="root user"
@@ -131,6 +155,38 @@ for id in $ids; do
 	expect 0 "$id, both bits, locked: a script and its modules run" -- \
 		run restrict-file,restrict-file-locked,deny-interactive,deny-interactive-locked \
 		"$pl" "$lib/main.pl" use Clip::Good
+
+	# Issue 20: where clip-perl and perl disagreed on where the switches
+	# end (finding 1), and the debugger (finding 2).
+	for bitsname in set locked; do
+		bits=restrict-file,deny-interactive
+		[ "$bitsname" = locked ] && bits=$bits,restrict-file-locked,deny-interactive-locked
+		attack "'-- ' then a noexec script" run "$bits" "$pl" '-- ' "$bad/main.pl"
+		attack "'-- ' then a program on a pipe" piped "$pwn" run "$bits" "$pl" '-- '
+		attack "-e after -i's value, in one word" \
+			run "$bits" "$pl" "-i.bak -e$pwn" "$lib/main.pl" use Clip::Good
+		attack "-e after -F's value, in one word" \
+			run "$bits" "$pl" "-F, -e$pwn" "$lib/main.pl" use Clip::Good
+		attack "-e after -V, in one word" run "$bits" "$pl" "-Ve$pwn" "$lib/main.pl"
+		attack "an unknown switch" run "$bits" "$pl" --x "$lib/main.pl" use Clip::Good
+		like "$id, $bitsname: an unknown switch: the reason" "$err" "perl would not accept the switch '--x'"
+		attack "-dw reads commands from a pipe" \
+			piped "$cmds" run "$bits" "$pl" -dw "$lib/main.pl" use Clip::Good
+		like "$id, $bitsname: -dw: the reason" "$err" "-d \(the debugger, which runs what it reads\) is interactive code, denied"
+		attack "-d:Devel::Clip reads commands from a pipe" \
+			piped "$cmds" run "$bits" "$pl" -d:Clip "$lib/main.pl" use Clip::Good
+		attack "-dt: reads commands from a pipe" \
+			piped "$cmds" run "$bits" "$pl" -dt:Clip "$lib/main.pl" use Clip::Good
+		PERL5OPT=-dw attack "PERL5OPT=-dw reads commands from a pipe" \
+			piped "$cmds" run "$bits" "$pl" "$lib/main.pl" use Clip::Good
+		attack "#!/usr/bin/perl -d in a checked script reads commands from a pipe" \
+			piped "$cmds" run "$bits" "$pl" "$lib/dbg.pl"
+		like "$id, $bitsname: #! -d: the reason" "$err" "-d on the script's #! line"
+		PERL5DB="$pwn" attack "PERL5DB, code from the environment" \
+			run "$bits" "$pl" "$lib/main.pl" use Clip::Good
+	done
+	expect 0 "$id, deny-interactive: a script with -w -Mstrict -i.bak -l still runs" -- \
+		run deny-interactive "$pl" -w -Mstrict -i.bak -l "$lib/main.pl" use Clip::Good
 done
 
 tap_plan_end
