@@ -111,12 +111,15 @@ check_understood(const struct perl_switches *s)
 
 	if (!s->failure[0] || test_hook_disabled("perl-switch-scan"))
 		return 0;
-	if (clip_exec_get_securebits(ctx, &bits) < 0 || bits == 0)
+	if (clip_exec_get_securebits(ctx, &bits) < 0 ||
+	    !(bits & (CLIP_EXEC_RESTRICT_FILE | CLIP_EXEC_DENY_INTERACTIVE)))
 		return 0;
 	fprintf(stderr,
 		"clip-perl: perl would not accept the switch '%s', or clip-perl cannot tell "
-		"where perl's switches end: refused under the exec securebits\n",
-		s->failure);
+		"where perl's switches end: refused (%s)\n",
+		s->failure,
+		bits & CLIP_EXEC_RESTRICT_FILE ? "SECBIT_EXEC_RESTRICT_FILE"
+					       : "SECBIT_EXEC_DENY_INTERACTIVE");
 	return EXIT_REFUSED;
 }
 

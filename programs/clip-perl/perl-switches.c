@@ -450,6 +450,9 @@ perl_scan_args(struct perl_switches *s, int argc, char *const *argv, const char 
 		return;
 	if (perl5opt && !s->tainting)
 		scan_perl5opt(s, perl5opt);
+	/* -x reads the /dev/null of -e and -V: "No Perl script found in input". */
+	if (s->extract && (s->source == PERL_SOURCE_CODE || s->source == PERL_SOURCE_NONE))
+		fail(s, "x (with -e or -V: no #!perl line in /dev/null)");
 	if (s->source != PERL_SOURCE_SCRIPT)
 		return;
 	/*

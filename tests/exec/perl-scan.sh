@@ -55,6 +55,7 @@ verdict() {
 }
 
 row=0
+disagree=0
 while IFS=$'\t' read -r want opt input args; do
 	case $want in '#'* | '') continue ;; esac
 	row=$((row + 1))
@@ -74,7 +75,9 @@ while IFS=$'\t' read -r want opt input args; do
 	is "$desc: perl says $want" "$got_perl" "$want"
 	[ "$got_perl" = "$want" ] || tap_diag "$(head -3 "$d/err")"
 	is "$desc: the scanner says $want" "$got_scan" "$want"
+	[ "$got_scan" = "$got_perl" ] || disagree=$((disagree + 1))
 	rm -rf "$d"
 done <"$table"
+is "every row: the scanner and perl agree ($row rows)" "$disagree" 0
 
 tap_plan_end
