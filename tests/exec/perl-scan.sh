@@ -15,7 +15,7 @@ table=${2:-$here/perl-scan.txt}
 
 perl=$(command -v perl) || { echo "1..0 # SKIP no perl"; exit 0; }
 W=$(mktemp -d "${TMPDIR:-/tmp}/clip-perl-scan.XXXXXX")
-trap 'rm -rf "$W"' EXIT
+trap 'rm -rf "$W" "$tap_tmp"' EXIT # tap.sh's too
 mkdir -p "$W/files/bin" "$W/lib/Devel"
 say() { printf 'BEGIN { binmode STDOUT; syswrite STDOUT, "%s\\n" }\n' "$1"; }
 { echo '#!/usr/bin/perl'; say script; } >"$W/files/s.pl"
