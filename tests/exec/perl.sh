@@ -3,7 +3,8 @@
 # clip-perl on real files: use, require, do, an absolute path, use lib, the
 # main script, -e and a piped script, on an exec and a noexec tmpfs, with
 # and without each exec securebit (set by clipctl in the child), as root
-# and as nobody.
+# and as nobody; and the command lines of issue 20 (where the switches end,
+# the debugger) under both bits, set and locked.
 #
 # usage: perl.sh CLIPCTL CLIP_PERL
 set -u
@@ -182,9 +183,14 @@ for id in $ids; do
 		attack "#!/usr/bin/perl -d in a checked script reads commands from a pipe" \
 			piped "$cmds" run "$bits" "$pl" "$lib/dbg.pl"
 		like "$id, $bitsname: #! -d: the reason" "$err" "-d on the script's #! line"
+		attack "#!/usr/bin/perl -d in a checked program on standard input" \
+			run "$bits" "$pl" <"$lib/dbg.pl"
 		PERL5DB="$pwn" attack "PERL5DB, code from the environment" \
 			run "$bits" "$pl" "$lib/main.pl" use Clip::Good
 	done
+	expect 0 "$id, no bits: the debugger still runs what it reads (nothing enforces)" -- \
+		piped "$cmds" run none "$pl" -dw "$lib/main.pl" use Clip::Good
+	like "$id, no bits: the debugger ran the piped command" "$out$err" "PWNED"
 	expect 0 "$id, deny-interactive: a script with -w -Mstrict -i.bak -l still runs" -- \
 		run deny-interactive "$pl" -w -Mstrict -i.bak -l "$lib/main.pl" use Clip::Good
 done
