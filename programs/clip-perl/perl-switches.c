@@ -484,13 +484,17 @@ find_in(const char *p, const char *end, const char *what)
 static void
 shebang_switches(struct perl_switches *s, const char *from, const char *end, enum origin o)
 {
-	char *line = strndup(from, (size_t)(end - from));
+	size_t n = (size_t)(end - from);
+	/* Not strndup: @from is not a string (its buffer may end right there). */
+	char *line = malloc(n + 1);
 	const char *p = line;
 
 	if (!line) {
 		fail(s, "(#! line: out of memory)");
 		return;
 	}
+	memcpy(line, from, n);
+	line[n] = '\0';
 	while ((p = more(s, p, o)))
 		;
 	free(line);
