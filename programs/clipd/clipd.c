@@ -19,9 +19,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <grp.h>
 #include <poll.h>
-#include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -44,10 +42,11 @@
 #include "base/test-hooks.h"
 #include "transfer/proto.h"
 
+#include "front.h"
+
 #define CAGES_MAX 64
 #define CONFIG_MAX (64 * 1024)
 #define FRONT_CONNS_MAX 128
-#define NOBODY 65534
 /* A front's refusals: at most so many records per window per cage. */
 #define REJECT_WINDOW_S 10
 #define REJECT_RECORDS 16
@@ -59,7 +58,8 @@ struct cage_conf {
 	int check_uid;
 	uint32_t uid;
 	uint32_t rate_per_s, rate_burst; /* 0: the mediator's defaults */
-	int inbox_fd, listen_fd, ctrl_fd;
+	int inbox_fd, listen_fd, ctrl_fd, log_fd;
+	struct front_log log; /* what its front writes to its stderr */
 	pid_t front;
 	time_t reject_window; /* when the window of its refusals began */
 	unsigned reject_records; /* recorded in that window */
@@ -137,6 +137,9 @@ cage_option(struct cage_conf *c, const char *opt)
 	if (errno || *end || end == strchr(opt, '=') + 1 || v >= UINT32_MAX)
 		return -1;
 	if (opt[0] == 'u') {
+		/* The fronts' own uids are no cage's. */
+		if (v >= FRONT_UID_BASE && v < FRONT_UID_BASE + FRONT_UIDS)
+			return -1;
 		c->check_uid = 1;
 		c->uid = (uint32_t)v;
 	} else if (v == 0)
@@ -195,7 +198,7 @@ load_cages(void)
 		strcpy(c->name, name);
 		c->inbox = strdup(inbox);
 		c->socket = strdup(sock);
-		c->inbox_fd = c->listen_fd = c->ctrl_fd = -1;
+		c->inbox_fd = c->listen_fd = c->ctrl_fd = c->log_fd = -1;
 		arg.n_cages++;
 	}
 	free(text);
@@ -227,65 +230,6 @@ listen_at(const char *path, mode_t mode)
 }
 
 /* --- the front: one per cage, unprivileged, under seccomp --- */
-
-/* Whether this user namespace denies setgroups() (a rootless container's, say). */
-static bool
-setgroups_denied(void)
-{
-	char buf[16] = "";
-	int fd = open("/proc/self/setgroups", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return false;
-	(void)!read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return strncmp(buf, "deny", 4) == 0;
-}
-
-static int
-front_sandbox(void)
-{
-	static const int allowed[] = {
-		SCMP_SYS(poll),       SCMP_SYS(ppoll),         SCMP_SYS(accept4),
-		SCMP_SYS(recvmsg),    SCMP_SYS(sendmsg),       SCMP_SYS(socketpair),
-		SCMP_SYS(close),      SCMP_SYS(getsockopt),    SCMP_SYS(fcntl),
-		SCMP_SYS(read),       SCMP_SYS(write),         SCMP_SYS(writev),
-		SCMP_SYS(exit_group), SCMP_SYS(exit),          SCMP_SYS(rt_sigreturn),
-		SCMP_SYS(brk),        SCMP_SYS(mmap),          SCMP_SYS(munmap),
-		SCMP_SYS(mremap),     SCMP_SYS(madvise),       SCMP_SYS(futex),
-		SCMP_SYS(getpid),     SCMP_SYS(clock_gettime), SCMP_SYS(newfstatat),
-		SCMP_SYS(fstat),      SCMP_SYS(getrandom),     SCMP_SYS(rt_sigprocmask),
-	};
-	scmp_filter_ctx f;
-	int r = 0;
-
-	if (geteuid() == 0) {
-		/*
-		 * To nobody. Where nobody has no id (EINVAL: uid 0 of a
-		 * rootless container that maps one id), there is no other
-		 * uid to drop to and the front stays the container's only
-		 * one; with setgroups() denied there (EPERM), the groups
-		 * are already fixed.
-		 */
-		if (setgroups(0, NULL) < 0 && !(errno == EPERM && setgroups_denied()))
-			return -errno;
-		if (setresgid(NOBODY, NOBODY, NOBODY) < 0 && errno != EINVAL)
-			return -errno;
-		if (setresuid(NOBODY, NOBODY, NOBODY) < 0 && errno != EINVAL)
-			return -errno;
-	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return -errno;
-	f = seccomp_init(SCMP_ACT_KILL_PROCESS);
-	if (!f)
-		return -ENOMEM;
-	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]) && r == 0; i++)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, allowed[i], 0);
-	if (r == 0)
-		r = seccomp_load(f);
-	seccomp_release(f);
-	return r;
-}
 
 struct relay {
 	int client, up;
@@ -388,10 +332,20 @@ static void __attribute__((noreturn)) front_run(struct cage_conf *c, int ctrl)
 	struct pollfd p[2 + 2 * FRONT_CONNS_MAX];
 	size_t n = 0;
 
-	if (front_sandbox() < 0) {
-		fprintf(stderr, "clipd: front of '%s': cannot drop privileges\n", c->name);
+	int flags = front_sandbox((unsigned)(c - arg.cages));
+
+	/* Its stderr is its log channel: the main process says whose line it is. */
+	if (flags < 0) {
+		fprintf(stderr, "cannot confine itself: %s\n", strerror(-flags));
 		_exit(EXIT_FAILURE);
 	}
+	if (flags & FRONT_SHARED_UID)
+		fprintf(stderr, "one id only here: the fronts share a uid, each in a user "
+				"namespace of its own\n");
+	if (flags & FRONT_HOST_VIEW)
+		fprintf(stderr, "no mount namespace of its own here: host paths stay in sight\n");
+	if (arg.verbose && !(flags & FRONT_SHARED_UID))
+		fprintf(stderr, "confined: uid %u\n", front_uid((unsigned)(c - arg.cages)));
 	for (;;) {
 		size_t k = 0;
 
@@ -426,33 +380,46 @@ static void __attribute__((noreturn)) front_run(struct cage_conf *c, int ctrl)
 static int
 front_start(struct cage_conf *c)
 {
-	int sp[2];
+	int sp[2], lp[2];
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return -errno;
+	/* Its log: a pipe of its own, never blocking it (a full pipe loses lines). */
+	if (pipe2(lp, O_CLOEXEC | O_NONBLOCK) < 0) {
+		close(sp[0]), close(sp[1]);
+		return -errno;
+	}
 	c->front = fork();
 	if (c->front < 0)
 		return -errno;
 	if (c->front == 0) {
 		/*
-		 * Only this cage's socket (fd 3) and the channel up (fd 4) stay
-		 * open: not the inboxes, the audit log (its lock would outlive a
-		 * killed main process), the mediator's fds or other cages'.
+		 * Only this cage's socket (fd 3), the channel up (fd 4) and its
+		 * log (fds 1 and 2) stay open: not the inboxes, the audit log
+		 * (its lock would outlive a killed main process), the
+		 * mediator's fds, other cages', or clipd's own stderr.
 		 */
 		int l = fcntl(c->listen_fd, F_DUPFD_CLOEXEC, 64),
-		    u = fcntl(sp[1], F_DUPFD_CLOEXEC, 64);
+		    u = fcntl(sp[1], F_DUPFD_CLOEXEC, 64), w = fcntl(lp[1], F_DUPFD_CLOEXEC, 64),
+		    z = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (l < 0 || u < 0 || dup3(l, 3, O_CLOEXEC) < 0 || dup3(u, 4, O_CLOEXEC) < 0 ||
+		if (l < 0 || u < 0 || w < 0 || dup3(l, 3, O_CLOEXEC) < 0 ||
+		    dup3(u, 4, O_CLOEXEC) < 0 || dup3(w, 2, O_CLOEXEC) < 0 ||
+		    dup3(w, 1, O_CLOEXEC) < 0 || (z >= 0 && z != 0 && dup3(z, 0, O_CLOEXEC) < 0) ||
 		    syscall(SYS_close_range, 5, ~0u, 0) < 0)
 			_exit(EXIT_FAILURE);
+		if (z < 0)
+			close(0);
 		c->listen_fd = 3;
 		front_run(c, 4);
 	}
 	close(sp[1]);
+	close(lp[1]);
 	close(c->listen_fd);
 	c->listen_fd = -1;
 	c->ctrl_fd = sp[0];
+	c->log_fd = lp[0];
 	return 0;
 }
 
@@ -665,7 +632,8 @@ setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m
 static int
 serve(struct clip_mediator *m, struct clip_audit *audit)
 {
-	struct pollfd p[2 + CAGES_MAX];
+	struct pollfd p[2 + 2 * CAGES_MAX];
+	size_t n = 2 + 2 * arg.n_cages;
 	sigset_t mask;
 	int sfd;
 
@@ -677,11 +645,14 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	p[0] = (struct pollfd){ .fd = clip_mediator_get_fd(m), .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-	for (size_t i = 0; i < arg.n_cages; i++)
+	for (size_t i = 0; i < arg.n_cages; i++) {
 		p[2 + i] = (struct pollfd){ .fd = arg.cages[i].ctrl_fd, .events = POLLIN };
+		p[2 + arg.n_cages + i] =
+			(struct pollfd){ .fd = arg.cages[i].log_fd, .events = POLLIN };
+	}
 	notify_ready();
 	for (;;) {
-		if (poll(p, 2 + arg.n_cages, -1) < 0 && errno != EINTR)
+		if (poll(p, n, -1) < 0 && errno != EINTR)
 			return EXIT_FAILURE;
 		if (p[1].revents) {
 			struct signalfd_siginfo si;
@@ -694,6 +665,13 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 			for (size_t i = 0; i < arg.n_cages; i++)
 				if (arg.cages[i].front > 0 &&
 				    waitpid(arg.cages[i].front, NULL, WNOHANG) > 0) {
+					struct cage_conf *c = &arg.cages[i];
+
+					/* Its last words first (to the end of its pipe). */
+					while (c->log_fd >= 0 &&
+					       front_log_read(&c->log, c->log_fd, c->name,
+							      stderr) == 0)
+						;
 					fprintf(stderr, "clipd: the front of '%s' died, exiting\n",
 						arg.cages[i].name);
 					arg.cages[i].front = 0;
@@ -703,6 +681,15 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 		for (size_t i = 0; i < arg.n_cages; i++)
 			if (p[2 + i].revents & POLLIN)
 				from_front(m, audit, &arg.cages[i]);
+		for (size_t i = 0; i < arg.n_cages; i++) {
+			struct cage_conf *c = &arg.cages[i];
+
+			if (p[2 + arg.n_cages + i].revents &&
+			    front_log_read(&c->log, c->log_fd, c->name, stderr) < 0) {
+				close(c->log_fd);
+				c->log_fd = p[2 + arg.n_cages + i].fd = -1;
+			}
+		}
 		while (clip_mediator_dispatch(m, NULL) > 0)
 			;
 	}
