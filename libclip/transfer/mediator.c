@@ -37,6 +37,12 @@
 #include "base/test-hooks.h"
 
 #define CONNS_MAX 1024
+/*
+ * Per cage: what clipd's front of a cage keeps open at most (its
+ * FRONT_CONNS_MAX), so that a cage, or a front taken over, that hands up
+ * connections without end cannot take the others' share of CONNS_MAX.
+ */
+#define CONNS_PER_CAGE_MAX 128
 #define DEFAULT_TIMEOUT_MS 60000
 #define DEFAULT_MAX_SIZE (UINT64_C(4) << 30)
 #define DEFAULT_RATE_PER_S 20
@@ -80,6 +86,7 @@ mediator_conn_close(struct clip_mediator *m, struct conn *c)
 		if (*pp == c) {
 			*pp = c->next;
 			m->n_conns--;
+			c->cage->n_conns--;
 			break;
 		}
 	/* Its queue may hold documents: closed off the loop, as they are. */
@@ -662,6 +669,14 @@ conn_add(struct clip_mediator *m, struct cage *cage, int fd, const struct ucred 
 	struct conn *c;
 	int r;
 
+	if (cage->n_conns >= CONNS_PER_CAGE_MAX && !test_hook_disabled("front-conn-cap")) {
+		log_warning(m->ctx,
+			    "cage '%s': refusing a peer (pid %d): it holds %u connections, "
+			    "the most one cage may",
+			    cage->name, (int)cred->pid, cage->n_conns);
+		mediator_close_untrusted(m, fd);
+		return -EMFILE;
+	}
 	if ((cage->check_uid && cred->uid != cage->uid &&
 	     !test_hook_disabled("mediator-peer-uid")) ||
 	    m->n_conns >= CONNS_MAX) {
@@ -687,6 +702,7 @@ conn_add(struct clip_mediator *m, struct cage *cage, int fd, const struct ucred 
 	c->next = m->conns;
 	m->conns = c;
 	m->n_conns++;
+	cage->n_conns++;
 	return 0;
 }
 
@@ -721,6 +737,9 @@ add_connection(struct clip_mediator *m, const char *name, int fd, struct clip_er
 	if (fd < 0 || fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
 		return error_set_errno(reterr, -errno, "cannot take the connection");
 	r = conn_add(m, cage, fd, &cred);
+	if (r == -EMFILE)
+		return error_set(reterr, r, "cage '%s' holds %u connections, the most one cage may",
+				 name, cage->n_conns);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cage '%s' refuses this connection", name);
 	return 0;

@@ -258,6 +258,7 @@ struct cage {
 	uid_t uid;
 	unsigned n_running; /* its documents being read */
 	unsigned n_pending; /* its questions waiting for the user */
+	unsigned n_conns; /* its connections (at most CONNS_PER_CAGE_MAX) */
 	/* The token bucket of its requests (doc/transfer.md, "Rate"). */
 	uint32_t rate_per_s, rate_burst;
 	double tokens;

@@ -491,8 +491,10 @@ from_front(struct clip_mediator *m, struct clip_audit *audit, struct cage_conf *
 	if (cm && cm->cmsg_type == SCM_RIGHTS && cm->cmsg_len == CMSG_LEN(sizeof(int)))
 		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
 	if (body[0] == 'C' && fd >= 0) {
+		/* Refused over its cap: recorded as the front's refusals are, boundedly. */
 		if (clip_mediator_add_connection(m, c->name, fd, &error) < 0)
-			fail("cannot serve a connection", error);
+			front_rejected(audit, c, clip_error_get_message(error));
+		clip_error_free(error);
 	} else if (body[0] == 'R')
 		front_rejected(audit, c, body + 1);
 	if (fd >= 0)

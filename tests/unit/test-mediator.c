@@ -1202,3 +1202,51 @@ Test(mediator, a_lingering_socket_queued_in_a_closed_connection_does_not_hold_th
 	pump(&w);
 	next_is_answered_soon(&w, t0, listener);
 }
+
+/*
+ * A front taken over (issue 20, finding 6) hands the main process
+ * connection after connection: its cage gets CONNS_PER_CAGE_MAX, the
+ * rest are refused, and another cage is still served.
+ */
+Test(mediator, a_front_handing_up_connections_without_end_is_capped)
+{
+	struct world w;
+	unsigned accepted = 0, refused = 0;
+	int peers[300], sp[2];
+
+	world_setup(&w, "low high ask\n", 60000);
+	for (int i = 0; i < 300; i++) {
+		struct clip_error *e = NULL;
+
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+		peers[i] = sp[0];
+		if (clip_mediator_add_connection(w.m, "low", sp[1], &e) == 0)
+			accepted++;
+		else {
+			cr_assert_str_eq(clip_error_get_message(e),
+					 "cage 'low' holds 128 connections, the most one cage may");
+			refused++;
+		}
+		clip_error_free(e);
+		close(sp[1]);
+	}
+	cr_assert_eq(accepted, 128, "the low cage has its share (%u)", accepted);
+	cr_assert_eq(refused, 300 - 128);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	cr_assert_eq(clip_mediator_add_connection(w.m, "high", sp[1], NULL), 0,
+		     "another cage is still served");
+	close(sp[1]);
+	close(sp[0]);
+	/* One of the low cage's connections closes: it may have one more. */
+	close(peers[0]);
+	for (int i = 0; i < 20; i++)
+		pump(&w);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+	cr_assert_eq(clip_mediator_add_connection(w.m, "low", sp[1], NULL), 0,
+		     "a closed connection gives its place back");
+	close(sp[1]);
+	close(sp[0]);
+	for (int i = 1; i < 300; i++)
+		close(peers[i]);
+	world_teardown(&w);
+}
