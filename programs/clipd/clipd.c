@@ -9,8 +9,9 @@
  * cage.
  *
  * Privilege separation: each cage's socket is served by its own front
- * process, which runs as nobody, with no capabilities and no new
- * privileges, under a seccomp allowlist. It accepts, reads and strictly
+ * process, which runs as a uid of its own in an empty root, with no
+ * capabilities and no new privileges, under a seccomp allowlist, its
+ * stderr a log pipe of its own (front.c). It accepts, reads and strictly
  * decodes what the cage sends, and passes on only well-formed requests
  * (re-encoded) over a socketpair to the main process, which holds the
  * mediator, the inboxes and the audit log. A front speaks for one cage
