@@ -41,8 +41,6 @@
 /* Descriptors waiting for a closing thread; beyond, closed on the loop (logged). */
 #define CLOSE_QUEUE_MAX 4096
 /* How deep descriptors queued in a UNIX socket are taken out, and how many messages. */
-#define DEFUSE_DEPTH 3
-#define DEFUSE_MESSAGES 256
 
 struct closer {
 	pthread_mutex_t lock;
@@ -169,70 +167,6 @@ mediator_doc_check(int fd, char *why, size_t size)
 	return -EMEDIUMTYPE;
 }
 
-static void fd_defuse(int fd, unsigned depth);
-
-/* Take out what is queued in the UNIX socket @fd, defusing and closing each descriptor. */
-static void
-unix_drain(int fd, unsigned depth)
-{
-	for (unsigned i = 0; i < DEFUSE_MESSAGES; i++) {
-		union {
-			struct cmsghdr align;
-			char buf[CMSG_SPACE(sizeof(int) * 253)];
-		} control;
-		char data[256];
-		struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
-		struct msghdr mh = {
-			.msg_iov = &iov,
-			.msg_iovlen = 1,
-			.msg_control = control.buf,
-			.msg_controllen = sizeof(control.buf),
-		};
-		bool fds = false;
-		ssize_t k = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
-			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-				continue;
-			for (size_t j = 0; j < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); j++) {
-				int inner;
-
-				memcpy(&inner, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
-				fd_defuse(inner, depth + 1);
-				close(inner);
-				fds = true;
-			}
-		}
-		if (k == 0 && !fds)
-			return;
-	}
-}
-
-/* Make the close of @fd not wait: a socket resets instead of lingering. */
-static void
-fd_defuse(int fd, unsigned depth)
-{
-	struct linger no_linger = { .l_onoff = 1, .l_linger = 0 };
-	int domain = 0;
-	socklen_t len = sizeof(domain);
-
-	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
-		return; /* not a socket */
-	if (domain != AF_UNIX) {
-		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
-		return;
-	}
-	if (depth >= DEFUSE_DEPTH)
-		return;
-	/* Nothing more comes in; what is queued is taken out. */
-	(void)shutdown(fd, SHUT_RDWR);
-	unix_drain(fd, depth);
-}
-
 static void *
 closer_run(void *userdata)
 {
@@ -255,7 +189,7 @@ closer_run(void *userdata)
 		cl->head = (cl->head + 1) % CLOSE_QUEUE_MAX;
 		cl->count--;
 		pthread_mutex_unlock(&cl->lock);
-		fd_defuse(fd, 0);
+		proto_fd_defuse(fd);
 		close(fd);
 		pthread_mutex_lock(&cl->lock);
 	}
@@ -317,7 +251,7 @@ mediator_close_untrusted(struct clip_mediator *m, int fd)
 	cl->overflow_logged = true;
 	pthread_mutex_unlock(&cl->lock);
 inline_close:
-	fd_defuse(fd, 0);
+	proto_fd_defuse(fd);
 	close(fd);
 }
 

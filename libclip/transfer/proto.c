@@ -512,3 +512,81 @@ proto_status_name(unsigned status)
 
 	return status < ELEMENTSOF(names) ? names[status] : "?";
 }
+
+/*
+ * Defusing a descriptor a peer sent (clipd's fronts and the mediator's
+ * closing threads): how deep into UNIX sockets queued in UNIX sockets, and
+ * how many queued messages of each are taken out.
+ */
+#define DEFUSE_DEPTH 3
+#define DEFUSE_MESSAGES 256
+
+static void fd_defuse(int fd, unsigned depth);
+
+/* Take out what is queued in the UNIX socket @fd, defusing and closing each descriptor. */
+static void
+unix_drain(int fd, unsigned depth)
+{
+	for (unsigned i = 0; i < DEFUSE_MESSAGES; i++) {
+		union {
+			struct cmsghdr align;
+			char buf[CMSG_SPACE(sizeof(int) * 253)];
+		} control;
+		char data[256];
+		struct iovec iov = { .iov_base = data, .iov_len = sizeof(data) };
+		struct msghdr mh = {
+			.msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = control.buf,
+			.msg_controllen = sizeof(control.buf),
+		};
+		bool fds = false;
+		ssize_t k = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t j = 0; j < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); j++) {
+				int inner;
+
+				memcpy(&inner, CMSG_DATA(c) + j * sizeof(int), sizeof(int));
+				fd_defuse(inner, depth + 1);
+				close(inner);
+				fds = true;
+			}
+		}
+		if (k == 0 && !fds)
+			return;
+	}
+}
+
+/* Make the close of @fd not wait: a socket resets instead of lingering. */
+static void
+fd_defuse(int fd, unsigned depth)
+{
+	struct linger no_linger = { .l_onoff = 1, .l_linger = 0 };
+	int domain = 0;
+	socklen_t len = sizeof(domain);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) < 0)
+		return; /* not a socket */
+	if (domain != AF_UNIX) {
+		(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &no_linger, sizeof(no_linger));
+		return;
+	}
+	if (depth >= DEFUSE_DEPTH)
+		return;
+	/* Nothing more comes in; what is queued is taken out. */
+	(void)shutdown(fd, SHUT_RDWR);
+	unix_drain(fd, depth);
+}
+
+void
+proto_fd_defuse(int fd)
+{
+	fd_defuse(fd, 0);
+}

@@ -171,6 +171,15 @@ int proto_send(int sock, const struct proto_msg *msg, struct clip_error **reterr
 /* Release what a message owns (its fd). */
 void proto_msg_done(struct proto_msg *msg);
 
+/*
+ * Make the close of @fd, which a peer sent, not wait: a socket resets
+ * instead of lingering; a UNIX socket is shut down and what is queued in
+ * it taken out, each descriptor defused and closed (3 levels deep, 256
+ * messages each). Uses getsockopt, setsockopt (SO_LINGER), shutdown,
+ * recvmsg and close only.
+ */
+void proto_fd_defuse(int fd);
+
 /* A cage name: 1 to PROTO_CAGE_MAX of [a-z0-9_-], not starting with '-', '_'
  * or "s<digit>" (which reads as a level). */
 bool proto_cage_name_valid(const char *s, size_t n);

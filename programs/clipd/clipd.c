@@ -249,10 +249,41 @@ send_ctrl(int ctrl, char kind, const char *text, int fd)
 			      1 + (n < (int)sizeof(body) - 1 ? (size_t)n : sizeof(body) - 2), fd);
 }
 
+/*
+ * A descriptor from the cage, closed without waiting: a socket with
+ * SO_LINGER and unsent data, or one with such sockets queued in it, would
+ * hold the front in close() as long as the cage chose, and with it every
+ * other connection of that cage.
+ */
+static void
+front_close_untrusted(int fd)
+{
+	if (fd < 0)
+		return;
+	if (!test_hook_disabled("front-fd-close"))
+		proto_fd_defuse(fd);
+	close(fd);
+}
+
+static void
+front_drop_fd(int fd, void *userdata)
+{
+	front_close_untrusted(fd);
+}
+
+/* Its copy of a message's document, defused before it is released. */
+static void
+front_msg_done(struct proto_msg *msg)
+{
+	front_close_untrusted(msg->fd);
+	msg->fd = -1;
+	proto_msg_done(msg);
+}
+
 static void
 relay_close(struct relay *r)
 {
-	close(r->client);
+	front_close_untrusted(r->client);
 	close(r->up);
 	r->client = r->up = -1;
 }
@@ -265,11 +296,11 @@ front_from_client(int ctrl, struct relay *r)
 	struct proto_msg msg;
 	int k;
 
-	k = proto_recv(r->client, &msg, &error);
+	k = proto_recv_with(r->client, &msg, front_drop_fd, NULL, &error);
 	if (k == -EAGAIN)
 		return;
 	if (k == 0 && msg.type != PROTO_REQUEST) {
-		proto_msg_done(&msg);
+		front_msg_done(&msg);
 		k = -EBADMSG;
 		error = NULL;
 		(void)send_ctrl(ctrl, 'R', "a cage may only send requests", -1);
@@ -282,7 +313,7 @@ front_from_client(int ctrl, struct relay *r)
 	}
 	if (proto_send(r->up, &msg, NULL) < 0)
 		relay_close(r);
-	proto_msg_done(&msg);
+	front_msg_done(&msg);
 }
 
 static void
@@ -315,7 +346,7 @@ front_accept(struct cage_conf *c, int ctrl, struct relay *relays, size_t *n)
 	    *n == FRONT_CONNS_MAX ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0) {
 		(void)send_ctrl(ctrl, 'R', "a peer was refused (uid, or too many connections)", -1);
-		close(fd);
+		front_close_untrusted(fd);
 		return;
 	}
 	if (send_ctrl(ctrl, 'C', NULL, sp[1]) < 0) {

@@ -114,8 +114,10 @@ own_identity(unsigned index, bool groups_denied, int *flags)
  * go to a pid of the caller's choice); newfstatat is glibc's fstat (an
  * empty path with AT_EMPTY_PATH: the path itself cannot be filtered, the
  * empty root is what it finds); socketpair makes the one kind it passes
- * up. restart_syscall: a poll() interrupted by a stop and continue, a
- * cgroup freeze or a suspend is resumed through it.
+ * up; setsockopt sets SO_LINGER and shutdown shuts both ways, to defuse
+ * a cage's descriptor before closing it. restart_syscall: a poll()
+ * interrupted by a stop and continue, a cgroup freeze or a suspend is
+ * resumed through it.
  */
 static int
 load_filter(void)
@@ -148,6 +150,10 @@ load_filter(void)
 			r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 0);
 		if (r == 0)
 			r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 0);
+		if (r == 0)
+			r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(setsockopt), 0);
+		if (r == 0)
+			r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(shutdown), 0);
 	} else {
 		static const int fcntl_reads[] = { F_GETFL, F_GETFD, F_SETFD };
 
@@ -161,6 +167,14 @@ load_filter(void)
 		if (r == 0)
 			r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,
 					     SCMP_A3(SCMP_CMP_EQ, AT_EMPTY_PATH));
+		/* What defusing a cage's descriptor takes (proto_fd_defuse()). */
+		if (r == 0)
+			r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(setsockopt), 2,
+					     SCMP_A1(SCMP_CMP_EQ, SOL_SOCKET),
+					     SCMP_A2(SCMP_CMP_EQ, SO_LINGER));
+		if (r == 0)
+			r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(shutdown), 1,
+					     SCMP_A1(SCMP_CMP_EQ, SHUT_RDWR));
 		if (r == 0)
 			r = seccomp_rule_add(
 				f, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 3,

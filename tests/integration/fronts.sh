@@ -11,9 +11,12 @@
 #   own log channel, whose lines the main process prefixes.
 # tests/integration/front-attack.c attacks from inside the sandbox itself.
 #
-#   fronts.sh CLIPD CLIP_CONFIRM CLIPCTL
+# - a front refuses a cage's lingering socket without waiting on its
+#   close (the cage's next request is answered at once).
+#
+#   fronts.sh CLIPD CLIP_CONFIRM CLIPCTL PEER
 set -u
-clipd=$1 confirm=$2 clipctl=$3
+clipd=$1 confirm=$2 clipctl=$3 peer=$4
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/transfer-lib.sh"
 
@@ -104,6 +107,27 @@ else
 	skip "cgroup2 freeze/thaw: the front survives" "no writable cgroup2 hierarchy here"
 fi
 expect 0 "after the freezes: a transfer" -- send after-freezes.bin
+echo "# a cage's lingering socket, refused by its front"
+# The front stopped while the peer sends and closes its copy: the front's
+# copy is then the last, whatever the timing.
+kill -STOP "$front"
+"$peer" "$d/run/low.sock" linger-bad 10 high >"$base/linger.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do grep -q '^sent' "$base/linger.out" && break; sleep 0.1; done
+sleep 0.1
+kill -CONT "$front"
+sleep 0.3
+t0=$(date +%s%N)
+sent=$((sent + 1))
+expect 0 "linger: the same cage's next document is delivered" -- send after-linger.bin
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$ms" -lt 2000 ]; then
+	ok "linger: the front answers within 2 s, not after the 10 s linger ($ms ms)"
+else
+	not_ok "linger: the front answers within 2 s, not after the 10 s linger ($ms ms)"
+fi
+for _ in $(seq 20); do grep -q '^closed' "$base/linger.out" && break; sleep 0.1; done
+like "linger: the front closed the connection of the malformed message" "$(cat "$base/linger.out")" "closed"
 n=$(ls "$d/in-high" | wc -l)
 is "every transfer was delivered once" "$n" "$sent"
 

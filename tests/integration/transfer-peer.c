@@ -19,6 +19,10 @@
  *                                            document; prints "sent", the
  *                                            outcome, then keeps the socket
  *                                            stuck for SECONDS
+ *   transfer-peer SOCKET linger-bad SECONDS TARGET
+ *                                            the same socket, with a
+ *                                            malformed message that clipd's
+ *                                            front refuses (and closes)
  *   transfer-peer SOCKET flood COUNT FILE TARGET [SECONDS]
  *                                            COUNT requests of FILE on
  *                                            COUNT/4 connections, answers
@@ -34,6 +38,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,7 +234,7 @@ hostile(const char *what, const char *arg)
  * close() of the socket waits @secs for it. That socket is the document.
  */
 static int
-linger_attack(int secs, const char *target)
+linger_attack(int secs, const char *target, bool malformed)
 {
 	static uint8_t buf[64 * 1024];
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -270,6 +275,8 @@ linger_attack(int secs, const char *target)
 		return 2;
 	sock = connect_mediator();
 	n = request(buf, target, "stuck", 5);
+	if (malformed)
+		memset(buf, 'x', n); /* no magic: the decoder's refusal */
 	send_raw(sock, buf, n, cl, 1);
 	close(cl); /* the mediator's copy is the last one */
 	puts("sent");
@@ -473,7 +480,9 @@ main(int argc, char **argv)
 		return load((unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]), argv[5], argv[6],
 			    argv[7]);
 	if (strcmp(argv[2], "linger") == 0 && argc == 5)
-		return linger_attack(atoi(argv[3]), argv[4]);
+		return linger_attack(atoi(argv[3]), argv[4], false);
+	if (strcmp(argv[2], "linger-bad") == 0 && argc == 5)
+		return linger_attack(atoi(argv[3]), argv[4], true);
 	if (strcmp(argv[2], "flood") == 0 && (argc == 6 || argc == 7))
 		return flood((unsigned)atoi(argv[3]), argv[4], argv[5],
 			     argc == 7 ? (unsigned)atoi(argv[6]) : 0);
