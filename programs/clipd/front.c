@@ -55,6 +55,31 @@ empty_root(void)
 	return 0;
 }
 
+/*
+ * Into a user namespace of its own, its one id mapped to itself there, so
+ * that SO_PEERCRED still reads a peer of that id as the cages file names
+ * it (any other shows as the overflow uid). @proc: /proc/self, opened
+ * while it was in sight. 0, or -errno if there is no namespace.
+ */
+static int
+new_userns(int proc)
+{
+	unsigned id = (unsigned)geteuid();
+	char map[32];
+	int fd, n;
+
+	if (unshare(CLONE_NEWUSER) < 0)
+		return -errno;
+	n = snprintf(map, sizeof(map), "%u %u 1\n", id, id);
+	fd = proc >= 0 ? openat(proc, "uid_map", O_WRONLY | O_CLOEXEC) : -1;
+	if (fd >= 0) {
+		/* Not fatal: unmapped, a uid= cage refuses every peer (fails closed). */
+		(void)!write(fd, map, (size_t)n);
+		close(fd);
+	}
+	return 0;
+}
+
 /* To @id (uid and gid), with no supplementary groups; -EINVAL where @id is not mapped. */
 static int
 become(unsigned id, bool groups_denied)
@@ -84,7 +109,7 @@ drop_caps(void)
  * or the main process's, and the seccomp filter is the fence.
  */
 static int
-own_identity(unsigned index, bool groups_denied, int *flags)
+own_identity(unsigned index, bool groups_denied, int proc, int *flags)
 {
 	int r;
 
@@ -103,7 +128,7 @@ own_identity(unsigned index, bool groups_denied, int *flags)
 	}
 	*flags |= FRONT_SHARED_UID;
 	/* Not fatal: a kernel may refuse user namespaces; the filter still holds. */
-	(void)unshare(CLONE_NEWUSER);
+	(void)new_userns(proc);
 	return 0;
 }
 
@@ -193,23 +218,24 @@ front_sandbox(unsigned index)
 {
 	/* Read before /proc goes out of sight. */
 	bool groups_denied = setgroups_denied();
-	int flags = 0, r;
+	int proc = open("/proc/self", O_PATH | O_DIRECTORY | O_CLOEXEC), flags = 0, r = 0;
 
 	if (test_hook_disabled("front-mountns"))
 		flags |= FRONT_HOST_VIEW;
 	else if (geteuid() != 0) {
 		/* A plain user: the user namespace first, for the right to mount. */
-		if (!test_hook_disabled("front-identity") && unshare(CLONE_NEWUSER) == 0)
+		if (!test_hook_disabled("front-identity") && new_userns(proc) == 0)
 			flags |= FRONT_SHARED_UID;
 		if (empty_root() < 0)
 			flags |= FRONT_HOST_VIEW;
 	} else if (empty_root() < 0)
 		flags |= FRONT_HOST_VIEW;
-	if (!(flags & FRONT_SHARED_UID) || geteuid() == 0) {
-		r = own_identity(index, groups_denied, &flags);
-		if (r < 0)
-			return r;
-	}
+	if (!(flags & FRONT_SHARED_UID))
+		r = own_identity(index, groups_denied, proc, &flags);
+	if (proc >= 0)
+		close(proc);
+	if (r < 0)
+		return r;
 	r = drop_caps();
 	if (r < 0)
 		return r;
