@@ -189,6 +189,7 @@ load_file(const char *path, bool extract, struct perl_switches *sw, struct clip_
 	size_t size = 0;
 	int fd, r;
 
+	(void)launcher_ctx(&ctx);
 	fd = clip_exec_open(ctx, AT_FDCWD, path, 0, error);
 	if (fd < 0)
 		return fd;
@@ -305,6 +306,7 @@ try_dir(pTHX_ const char *dir, const char *name, SV **ret_path, struct clip_erro
 	size_t len = strlen(name);
 	bool pm = len > 3 && strcmp(name + len - 3, ".pm") == 0;
 
+	(void)launcher_ctx(&ctx);
 	for (int pmc = pm; pmc >= 0; pmc--) {
 		SV *path = sv_2mortal(newSVpvf("%s/%s%s", dir, name, pmc ? "c" : ""));
 		int fd = clip_exec_open(ctx, AT_FDCWD, SvPVX(path), 0, error);
@@ -617,11 +619,10 @@ main(int argc, char **argv, char **env)
 	char **args = NULL, *name = NULL, fdpath[32];
 	int exitcode = 0, fd = -1;
 
-	if (clip_ctx_new(&ctx) < 0) {
+	if (launcher_ctx_new("clip-perl", &ctx) < 0) {
 		fprintf(stderr, "clip-perl: cannot create a libclip context\n");
 		return 1;
 	}
-	launcher_log_to_stderr(ctx, "clip-perl");
 	perl_scan_args(&s, argc, argv, getenv("PERL5OPT"));
 	exitcode = check_understood(&s);
 	if (exitcode)

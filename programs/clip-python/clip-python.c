@@ -98,6 +98,7 @@ load_code(PyObject *path)
 
 	if (!PyUnicode_FSConverter(path, &bytes))
 		return NULL;
+	(void)launcher_ctx(&L.ctx);
 	fd = clip_exec_open(L.ctx, AT_FDCWD, PyBytes_AS_STRING(bytes), 0, &error);
 	/*
 	 * site skips a .pth file it cannot open without a word, and with it
@@ -241,6 +242,8 @@ audit_hook(const char *event, PyObject *args, void *userdata)
 {
 	unsigned bits = 0;
 
+	/* After fork(), the child's own context (launcher_ctx()). */
+	(void)launcher_ctx(&L.ctx);
 	if (event[0] == 'i' && !L.sourceless_patched && strcmp(event, "import") == 0) {
 		patch_sourceless_loader();
 		return 0;
@@ -619,10 +622,7 @@ version_asked(int argc, char **argv)
 static int
 setup_ctx(void)
 {
-	if (clip_ctx_new(&L.ctx) < 0)
-		return -1;
-	launcher_log_to_stderr(L.ctx, "clip-python");
-	return 0;
+	return launcher_ctx_new("clip-python", &L.ctx);
 }
 
 int
