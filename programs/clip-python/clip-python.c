@@ -344,6 +344,35 @@ insert_path0(const char *filename)
 	return r;
 }
 
+/*
+ * __main__.__loader__ for a .pyc run as the main script, as CPython's
+ * set_main_loader() (Python/pythonrun.c): SourcelessFileLoader('__main__',
+ * filename). __spec__ stays None, as for any script.
+ */
+static int
+set_main_loader(PyObject *d, PyObject *filename)
+{
+	PyObject *name, *mod = NULL, *type = NULL, *loader = NULL;
+	int r = -1;
+
+	name = PyUnicode_FromString("_frozen_importlib_external");
+	if (name)
+		mod = PyImport_GetModule(name);
+	if (mod)
+		type = PyObject_GetAttrString(mod, "SourcelessFileLoader");
+	if (type)
+		loader = PyObject_CallFunction(type, "sO", "__main__", filename);
+	if (loader)
+		r = PyDict_SetItemString(d, "__loader__", loader);
+	else if (!PyErr_Occurred())
+		PyErr_SetString(PyExc_RuntimeError, "no _frozen_importlib_external");
+	Py_XDECREF(loader);
+	Py_XDECREF(type);
+	Py_XDECREF(mod);
+	Py_XDECREF(name);
+	return r;
+}
+
 static int
 run_pyc(int fd, const char *filename)
 {
@@ -363,7 +392,7 @@ run_pyc(int fd, const char *filename)
 	d = m ? PyModule_GetDict(m) : NULL;
 	name = PyUnicode_DecodeFSDefault(filename);
 	if (!d || !name || PyDict_SetItemString(d, "__file__", name) < 0 ||
-	    PyDict_SetItemString(d, "__cached__", Py_None) < 0)
+	    PyDict_SetItemString(d, "__cached__", Py_None) < 0 || set_main_loader(d, name) < 0)
 		goto out;
 	if (size < 16 || (unsigned char)data[0] != (magic & 0xff) ||
 	    (unsigned char)data[1] != ((magic >> 8) & 0xff) ||
