@@ -195,4 +195,35 @@ for id in $ids; do
 		run deny-interactive "$pl" -w -Mstrict -i.bak -l "$lib/main.pl" use Clip::Good
 done
 
+# fork(): the child goes on loading modules, and is still checked (issue
+# 20, finding 8): require through @INC (the hook) and by absolute path
+# (the require op's wrapper), after perl's fork.
+cat >"$lib/fork.pl" <<'PL'
+my $pid = fork // die "fork: $!";
+if (!$pid) {
+	my $ok = eval { require $ARGV[0]; 1 };
+	print $ok ? "child required $ARGV[0]\n" : "child: $@";
+	exit($ok ? 0 : 13);
+}
+waitpid($pid, 0);
+exit($? >> 8);
+PL
+chmod 755 "$lib/fork.pl"
+for id in $ids; do
+	for bits in none restrict-file,deny-interactive \
+		restrict-file,restrict-file-locked,deny-interactive,deny-interactive-locked; do
+		run() { exec_as "$id" "$bits" "$@"; }
+		expect 0 "$id, $bits: fork, then require through @INC in the child" -- \
+			run "$pl" "$lib/fork.pl" Clip/Good.pm
+		is "$id, $bits: the child required Clip/Good.pm" "$out" "child required Clip/Good.pm"
+		expect 0 "$id, $bits: fork, then require of an absolute path in the child" -- \
+			run "$pl" "$lib/fork.pl" "$lib/good.pl"
+		[ "$bits" = none ] && continue
+		expect 13 "$id, $bits: a forked child is still checked: noexec module refused" -- \
+			run "$pl" "$lib/fork.pl" Clip/Bad.pm
+		like "$id, $bits: the child's refusal names the file" "$out" \
+			"$bad/Clip/Bad.pm may not run as code: its file system is mounted noexec"
+	done
+done
+
 tap_plan_end

@@ -163,4 +163,53 @@ for id in $ids; do
 		"$py" "$app/main.py" good
 done
 
+# fork(): the interpreter's children go on importing, and are still checked
+# (issue 20, finding 8). Workers are forked from a thread of the parent
+# (maxtasksperchild=1: the pool's handler thread forks each new one).
+cat >"$app/fork.py" <<'PY'
+import sys, multiprocessing as mp, concurrent.futures as cf
+def imp(name):
+    return __import__(name).NAME
+how, names = sys.argv[1], sys.argv[2:]
+fork = mp.get_context("fork")
+if how == "pool":
+    with fork.Pool(2, maxtasksperchild=1) as p:
+        print(*p.map(imp, names))
+else:
+    with cf.ProcessPoolExecutor(2, mp_context=fork) as ex:
+        print(*ex.map(imp, names))
+PY
+# A .pyc run as the main script: CPython's loader for it, SourcelessFileLoader.
+echo 'print(type(__loader__).__name__, __spec__)' >"$T/exec/loader.py"
+/usr/bin/python3 -c "import py_compile as p; p.compile('$T/exec/loader.py', cfile='$T/exec/loader.pyc')"
+chmod 755 "$T/exec/loader.pyc"
+mkdir -p "$T/exec/cc"
+for i in 1 2 3 4; do echo "X = $i" >"$T/exec/cc/m$i.py"; done
+chmod 755 "$app/fork.py" "$T"/exec/cc/*.py
+chmod 1777 "$T/exec/cc"
+for id in $ids; do
+	for bits in none restrict-file,deny-interactive \
+		restrict-file,restrict-file-locked,deny-interactive,deny-interactive-locked; do
+		run() { exec_as "$id" "$bits" "$@"; }
+		expect 0 "$id, $bits: multiprocessing.Pool (fork) workers import" -- \
+			run "$py" "$app/fork.py" pool good good good good
+		is "$id, $bits: each Pool worker imported the module" "$out" "good good good good"
+		expect 0 "$id, $bits: ProcessPoolExecutor (fork) workers import" -- \
+			run "$py" "$app/fork.py" executor good good
+		is "$id, $bits: each executor worker imported the module" "$out" "good good"
+		rm -rf "$T/exec/cc/__pycache__"
+		expect 0 "$id, $bits: compileall -j 2 compiles in forked workers" -- \
+			run "$py" -m compileall -q -j 2 "$T/exec/cc"
+		is "$id, $bits: compileall wrote the 4 .pyc" "$(ls "$T/exec/cc/__pycache__" 2>/dev/null | wc -l)" 4
+		expect 0 "$id, $bits: a .pyc as the main script runs" -- run "$py" "$T/exec/loader.pyc"
+		is "$id, $bits: its __loader__ is a SourcelessFileLoader, as in CPython" "$out" \
+			"$(/usr/bin/python3 "$T/exec/loader.pyc")"
+		[ "$bits" = none ] && continue
+		expect 1 "$id, $bits: a forked worker is still checked: noexec import refused" -- \
+			run "$py" "$app/fork.py" pool bad
+		like "$id, $bits: the worker's refusal names the file" "$err" \
+			"$T/noexec/bad.py may not run as code: its file system is mounted noexec"
+	done
+done
+
 tap_plan_end
