@@ -63,12 +63,23 @@ struct clip_ctx {
 		clip_assert_return((ctx)->pid == getpid(), -ECHILD); \
 	} while (0)
 
-/* The same for functions with a reterr (checked first: clip_assert_reterr()). */
+/*
+ * The same for functions with a reterr (checked first: clip_assert_reterr()),
+ * where -ECHILD says why: a context used in a forked child.
+ */
 #define ctx_assert_return_error(ctx, reterr) \
 	do { \
 		clip_assert_return(ctx, api_return(-EINVAL, reterr)); \
-		clip_assert_return((ctx)->pid == getpid(), api_return(-ECHILD, reterr)); \
+		clip_assert_return((ctx)->pid == getpid(), ctx_forked_error(ctx, reterr)); \
 	} while (0)
+
+/*
+ * -ECHILD, and a message naming the process that made @ctx: a context
+ * belongs to it, and a child after fork() makes its own (clip-ctx(3)).
+ * Nothing of @ctx but its pid is read, and nothing is logged: its log
+ * handler is the parent's.
+ */
+int ctx_forked_error(const struct clip_ctx *ctx, struct clip_error **reterr);
 
 /*
  * Open the state directory, creating it 0700 (with missing parents, 0700)

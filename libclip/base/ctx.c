@@ -124,6 +124,15 @@ clip_ctx_get_state_dir(const struct clip_ctx *ctx)
 	return ctx->state_dir;
 }
 
+int
+ctx_forked_error(const struct clip_ctx *ctx, struct clip_error **reterr)
+{
+	return error_set(reterr, -ECHILD,
+			 "the context was made by process %d, not this one (%d): a context does "
+			 "not cross fork(), make a new one in the child",
+			 (int)ctx->pid, (int)getpid());
+}
+
 void
 ctx_forget_keys(struct clip_ctx *ctx)
 {

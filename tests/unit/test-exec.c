@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -246,6 +247,69 @@ Test(exec, context_after_fork)
 
 	cr_assert_eq(in_child(child_uses_parent_ctx, ctx), 0);
 	clip_ctx_unref(ctx);
+}
+
+/*
+ * What an interpreter's forked child gets (multiprocessing, perl's fork):
+ * from the parent's context a clear -ECHILD, from one of its own the
+ * check, as the parent had it. The parent has a thread running at the
+ * fork, as a multiprocessing.Pool has.
+ */
+static struct clip_ctx *parent_ctx;
+
+static int
+child_makes_its_own_ctx(void *arg)
+{
+	const char *path = arg;
+	struct clip_ctx *ctx = NULL;
+	struct clip_error *e = NULL;
+	char nox[600];
+	int fd;
+
+	if (clip_exec_open(parent_ctx, AT_FDCWD, path, 0, &e) != -ECHILD ||
+	    !strstr(message(e), "does not cross fork()"))
+		return 1;
+	e = clip_error_free(e);
+	if (clip_ctx_new(&ctx) < 0)
+		return 2;
+	fd = clip_exec_open(ctx, AT_FDCWD, path, 0, &e);
+	if (fd < 0)
+		return 3;
+	close(fd);
+	/* Checked, not waved through: the file without the x bit is refused. */
+	snprintf(nox, sizeof(nox), "%.*s/nox", (int)(strrchr(path, '/') - path), path);
+	if (clip_exec_open(ctx, AT_FDCWD, nox, RF, NULL) != -EACCES)
+		return 4;
+	clip_ctx_unref(ctx);
+	clip_ctx_unref(parent_ctx);
+	return 0;
+}
+
+static void *
+spin(void *arg)
+{
+	while (!__atomic_load_n((bool *)arg, __ATOMIC_RELAXED))
+		usleep(1000);
+	return NULL;
+}
+
+Test(exec, forked_child_makes_its_own_context)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs");
+	char path[600];
+	bool stop = false;
+	pthread_t thread;
+
+	skip_under_valgrind();
+	parent_ctx = test_ctx(NULL);
+	close(file_with_mode(dir, "prog", 0755));
+	close(file_with_mode(dir, "nox", 0644));
+	snprintf(path, sizeof(path), "%s/prog", dir);
+	cr_assert_eq(pthread_create(&thread, NULL, spin, &stop), 0);
+	cr_assert_eq(in_child(child_makes_its_own_ctx, path), 0);
+	__atomic_store_n(&stop, true, __ATOMIC_RELAXED);
+	pthread_join(thread, NULL);
+	clip_ctx_unref(parent_ctx);
 }
 
 /* Mount a noexec tmpfs on @dir in a new mount namespace (and user one if needed). */
