@@ -35,6 +35,7 @@
 
 #include <clip/clip.h>
 
+#include "base/test-hooks.h"
 #include "launcher.h"
 
 /* Refusals at start-up exit like a shell that cannot execute a file. */
@@ -47,6 +48,7 @@ static struct {
 	bool stdin_mode; /* no -c, -m or file: Python reads standard input */
 	bool sourceless_patched;
 	PyObject *bytesio;
+	PyObject *checked_path, *checked_data; /* the last file read through open_code */
 } L;
 
 static void
@@ -124,6 +126,19 @@ load_code(PyObject *path)
 	return ret;
 }
 
+/*
+ * The path and content of the last file read through io.open_code(): the
+ * import system compiles it next (audit_compile() need not read it again).
+ */
+static void
+remember_checked(PyObject *path, PyObject *bytes)
+{
+	Py_INCREF(path);
+	Py_INCREF(bytes);
+	Py_XSETREF(L.checked_path, path);
+	Py_XSETREF(L.checked_data, bytes);
+}
+
 static PyObject *
 open_code_hook(PyObject *path, void *userdata)
 {
@@ -142,6 +157,7 @@ open_code_hook(PyObject *path, void *userdata)
 	bytes = load_code(path);
 	if (!bytes)
 		return NULL;
+	remember_checked(path, bytes);
 	ret = PyObject_CallOneArg(L.bytesio, bytes);
 	Py_DECREF(bytes);
 	return ret;
@@ -203,6 +219,263 @@ check_interactive(int fd, const char *what)
 	return 0;
 }
 
+/*
+ * Standard modules whose __main__ makes code of its arguments, of standard
+ * input or of any file it is given: run as the main program (`-m`, the
+ * file itself, runpy, `cProfile -m`, `pdb -m`, ...), each is -c, a prompt
+ * or an unchecked file by another name. A name also covers its submodules
+ * (asyncio.__main__, idlelib.pyshell). doc/exec.md says how the others
+ * were shown not to (tests/exec/python-main-modules.txt).
+ */
+#define RF CLIP_EXEC_RESTRICT_FILE
+#define DI CLIP_EXEC_DENY_INTERACTIVE
+static const struct runner {
+	const char *module;
+	unsigned bits;
+	const char *why;
+} runners[] = {
+	{ "timeit", DI, "it runs the statements given as its arguments, as -c does" },
+	{ "code", DI, "it is an interactive prompt" },
+	{ "asyncio", DI, "its __main__ is an interactive prompt" },
+	{ "pdb", DI, "the debugger runs the commands it reads and its -c commands as code" },
+	{ "idlelib", DI, "IDLE's shell is an interactive prompt" },
+	{ "pickle", DI | RF,
+	  "unpickling calls what the pickle names: a pickle from standard input or a file is "
+	  "code" },
+	{ "doctest", DI | RF, "it runs the examples of any text file as code" },
+};
+#undef RF
+#undef DI
+
+/* The runner that @module is or is in, when refused under @bits; else NULL. */
+static const struct runner *
+runner_refused(const char *module, unsigned bits)
+{
+	for (size_t i = 0; i < sizeof(runners) / sizeof(runners[0]); i++) {
+		size_t n = strlen(runners[i].module);
+
+		if (!(runners[i].bits & bits) || strncmp(module, runners[i].module, n) != 0 ||
+		    (module[n] != '\0' && module[n] != '.'))
+			continue;
+		return &runners[i];
+	}
+	return NULL;
+}
+
+static const char *
+runner_bit_name(const struct runner *r, unsigned bits)
+{
+	return (r->bits & bits & CLIP_EXEC_DENY_INTERACTIVE) ? "SECBIT_EXEC_DENY_INTERACTIVE"
+							     : "SECBIT_EXEC_RESTRICT_FILE";
+}
+
+/*
+ * The module that @path is in the standard library @stdlib (its source,
+ * or its .pyc in __pycache__), written to @buf; false when @path is not
+ * in it.
+ */
+static bool
+stdlib_module_of(const char *stdlib, const char *path, char *buf, size_t size)
+{
+	size_t n = strlen(stdlib), j = 0;
+	const char *p, *base;
+
+	if (!*stdlib || strncmp(path, stdlib, n) != 0 || path[n] != '/')
+		return false;
+	p = path + n + 1;
+	base = strrchr(p, '/');
+	base = base ? base + 1 : p;
+	for (; *p && j + 1 < size; p++) {
+		if (strncmp(p, "__pycache__/", 12) == 0 && (p == path + n + 1 || p[-1] == '/')) {
+			p += 11;
+			continue;
+		}
+		if (p >= base && *p == '.')
+			break;
+		buf[j++] = *p == '/' ? '.' : *p;
+	}
+	buf[j] = '\0';
+	if (j > 9 && strcmp(buf + j - 9, ".__init__") == 0)
+		buf[j - 9] = '\0';
+	return j > 0;
+}
+
+/* Before Python starts: `-m MODULE`, refused when it is one of runners[]. -1 to go on. */
+static int
+check_runner_start(const PyConfig *config)
+{
+	const struct runner *r;
+	unsigned bits = 0;
+	char *module;
+
+	if (!config->run_module || test_hook_disabled("python-runners") ||
+	    clip_exec_get_securebits(L.ctx, &bits) < 0)
+		return -1;
+	module = Py_EncodeLocale(config->run_module, NULL);
+	r = module ? runner_refused(module, bits) : NULL;
+	if (r)
+		fprintf(stderr, "%s: -m %s: refused: %s (%s)\n", L.prog, module, r->why,
+			runner_bit_name(r, bits));
+	PyMem_Free(module);
+	return r ? EXIT_REFUSED : -1;
+}
+
+/* Whether the running Python frame is the import system executing a module. */
+static bool
+exec_by_import(void)
+{
+	PyFrameObject *frame = PyEval_GetFrame();
+	PyCodeObject *code;
+	const char *name, *file;
+	bool r;
+
+	if (!frame)
+		return false;
+	code = PyFrame_GetCode(frame);
+	name = PyUnicode_AsUTF8(code->co_name);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	r = name && file && strcmp(name, "_call_with_frames_removed") == 0 &&
+	    (strcmp(file, "<frozen importlib._bootstrap>") == 0 ||
+	     ends_with(file, "/importlib/_bootstrap.py"));
+	Py_DECREF(code);
+	PyErr_Clear();
+	return r;
+}
+
+/*
+ * The "exec" audit event: the module code of one of runners[] run other
+ * than by an import, i.e. as a program, however it got there: runpy
+ * (`-m runpy`, `cProfile -m`, `profile -m`, a package directory),
+ * `trace --module`, the file itself or its .pyc as the main script.
+ */
+static int
+audit_exec(PyObject *args)
+{
+	PyObject *code = PyTuple_Size(args) >= 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	PyObject *stdlib;
+	const struct runner *r = NULL;
+	const char *fn, *lib;
+	char module[256];
+	unsigned bits = 0;
+
+	if (!code || !PyCode_Check(code) ||
+	    PyUnicode_CompareWithASCIIString(((PyCodeObject *)code)->co_name, "<module>") != 0)
+		return 0;
+	stdlib = PySys_GetObject("_stdlib_dir");
+	fn = PyUnicode_AsUTF8(((PyCodeObject *)code)->co_filename);
+	lib = stdlib && PyUnicode_Check(stdlib) ? PyUnicode_AsUTF8(stdlib) : NULL;
+	if (!fn || !lib || !stdlib_module_of(lib, fn, module, sizeof(module))) {
+		PyErr_Clear();
+		return 0;
+	}
+	if (test_hook_disabled("python-runners") || clip_exec_get_securebits(L.ctx, &bits) < 0 ||
+	    !(r = runner_refused(module, bits)) || exec_by_import())
+		return 0;
+	PyErr_Format(PyExc_PermissionError, "%s run as a program: refused: %s (%s)", module, r->why,
+		     runner_bit_name(r, bits));
+	return -1;
+}
+
+static int
+compile_refuse(const char *path, const char *why)
+{
+	PyErr_Format(PyExc_PermissionError, "compiling the content of %s as code: refused: %s",
+		     path, why);
+	return -1;
+}
+
+/*
+ * The "compile" audit event (source as bytes, file name): text compiled
+ * under the name of a file is code from that file. cProfile, profile,
+ * trace, pdb, dis and others read the file themselves with open(), not
+ * io.open_code(), so the check is made here:
+ *  - under DENY_INTERACTIVE, the name of a pipe, terminal, socket or
+ *    device (/dev/stdin) is interactive input, refused;
+ *  - under RESTRICT_FILE, the text must be the content of a file that
+ *    passes the check: the file just read through io.open_code() (the
+ *    import system, runpy), a member of the archive just read (zipimport),
+ *    or the named file, opened, checked and read again here. The content
+ *    is compared, so a file swapped after the runner read it does not pass.
+ * A name in angle brackets ("<string>", "<doctest ...>") names no file:
+ * text the program built, as exec() and eval() of a string.
+ */
+static int
+audit_compile(PyObject *args)
+{
+	PyObject *source, *filename, *fs = NULL;
+	struct clip_error *error = NULL;
+	const char *path;
+	char *data = NULL;
+	size_t size = 0;
+	unsigned bits = 0;
+	struct stat st;
+	int fd, r = 0;
+
+	if (PyTuple_Size(args) < 2)
+		return 0;
+	source = PyTuple_GET_ITEM(args, 0);
+	filename = PyTuple_GET_ITEM(args, 1);
+	/* An AST (compile() of a tree) carries no file name here. */
+	if (!PyBytes_Check(source))
+		return 0;
+	if (PyUnicode_Check(filename)) {
+		fs = PyUnicode_EncodeFSDefault(filename);
+		if (!fs) {
+			PyErr_Clear();
+			return 0;
+		}
+	} else if (PyBytes_Check(filename)) {
+		fs = Py_NewRef(filename);
+	} else {
+		return 0;
+	}
+	path = PyBytes_AS_STRING(fs);
+	if (!*path || *path == '<' || test_hook_disabled("python-compile-check") ||
+	    clip_exec_get_securebits(L.ctx, &bits) < 0)
+		goto out;
+	if ((bits & CLIP_EXEC_DENY_INTERACTIVE) && stat(path, &st) == 0 && !S_ISREG(st.st_mode) &&
+	    !S_ISDIR(st.st_mode)) {
+		r = compile_refuse(path, "it is a pipe, terminal, socket or device: interactive "
+					 "input, denied (SECBIT_EXEC_DENY_INTERACTIVE)");
+		goto out;
+	}
+	if (!(bits & CLIP_EXEC_RESTRICT_FILE))
+		goto out;
+	if (L.checked_data && PyBytes_GET_SIZE(L.checked_data) == PyBytes_GET_SIZE(source) &&
+	    memcmp(PyBytes_AS_STRING(L.checked_data), PyBytes_AS_STRING(source),
+		   (size_t)PyBytes_GET_SIZE(source)) == 0)
+		goto out;
+	if (L.checked_path && PyUnicode_Check(filename) &&
+	    PyUnicode_Tailmatch(filename, L.checked_path, 0, PY_SSIZE_T_MAX, -1) == 1 &&
+	    PyUnicode_GetLength(filename) > PyUnicode_GetLength(L.checked_path) &&
+	    PyUnicode_ReadChar(filename, PyUnicode_GetLength(L.checked_path)) == '/')
+		goto out; /* zipimport: a member of the archive it just read */
+	PyErr_Clear();
+	fd = clip_exec_open(L.ctx, AT_FDCWD, path, CLIP_EXEC_OPEN_MAGICLINKS, &error);
+	if (fd >= 0) {
+		r = clip_exec_read_all(L.ctx, fd, 0, &data, &size, &error);
+		close(fd);
+	} else {
+		r = fd;
+	}
+	if (r < 0) {
+		PyErr_Format(PyExc_PermissionError,
+			     "compiling the content of %s as code: refused: %s", path,
+			     clip_error_get_message(error));
+		clip_error_free(error);
+		r = -1;
+	} else if (size != (size_t)PyBytes_GET_SIZE(source) ||
+		   memcmp(data, PyBytes_AS_STRING(source), size) != 0) {
+		r = compile_refuse(path,
+				   "the text is not that file's content as it passes the exec "
+				   "check (SECBIT_EXEC_RESTRICT_FILE)");
+	}
+	free(data);
+out:
+	Py_XDECREF(fs);
+	return r;
+}
+
 /* PYTHONSTARTUP, opened and checked here, run in __main__ as CPython would. */
 static void
 run_startup(void)
@@ -261,6 +534,10 @@ audit_hook(const char *event, PyObject *args, void *userdata)
 		}
 		return 0;
 	}
+	if (event[0] == 'c' && strcmp(event, "compile") == 0)
+		return audit_compile(args);
+	if (event[0] == 'e' && strcmp(event, "exec") == 0)
+		return audit_exec(args);
 	if (strncmp(event, "cpython.run_", 12) != 0)
 		return 0;
 	event += 12;
@@ -406,7 +683,8 @@ run_pyc(int fd, const char *filename)
 		PyErr_SetString(PyExc_RuntimeError, "Bad code object in .pyc file");
 		goto out;
 	}
-	if (code)
+	/* As CPython's run_mod() for a source: the "exec" audit event. */
+	if (code && PySys_Audit("exec", "O", code) == 0)
 		v = PyEval_EvalCode(code, d, d);
 out:
 	if (!v)
@@ -615,7 +893,7 @@ check_start(const PyConfig *config, char **ret_filename, int *ret_fd)
 		if (*ret_fd == -2)
 			return exitcode;
 	}
-	return -1;
+	return check_runner_start(config);
 }
 
 /*
