@@ -476,6 +476,10 @@ out:
 	return r;
 }
 
+static bool is_pyc(int fd, const char *filename);
+static int run_pyc(int fd, const char *filename);
+static int run_source(int fd, const char *filename, bool skip_first_line);
+
 /* PYTHONSTARTUP, opened and checked here, run in __main__ as CPython would. */
 static void
 run_startup(void)
@@ -490,6 +494,17 @@ run_startup(void)
 	fd = clip_exec_open(L.ctx, AT_FDCWD, startup, CLIP_EXEC_OPEN_MAGICLINKS, &error);
 	if (fd < 0) {
 		refuse("PYTHONSTARTUP", error);
+	} else if (!test_hook_disabled("python-startup-fd")) {
+		/*
+		 * From the checked descriptor, as the main script: given a name
+		 * in .pyc, PyRun_SimpleFileExFlags() would close it and open
+		 * the name again.
+		 */
+		if (is_pyc(fd, startup))
+			(void)run_pyc(fd, startup), close(fd);
+		else
+			(void)run_source(fd, startup, false);
+		PyErr_Clear();
 	} else if (!(fp = fdopen(fd, "rb"))) {
 		close(fd);
 	} else {
