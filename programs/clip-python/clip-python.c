@@ -243,6 +243,10 @@ static const struct runner {
 	  "unpickling calls what the pickle names: a pickle from standard input or a file is "
 	  "code" },
 	{ "doctest", DI | RF, "it runs the examples of any text file as code" },
+	{ "smtpd", DI, "its -c option calls a class or function named on the command line" },
+	{ "imaplib", DI, "its -s option runs a shell command given as its argument" },
+	{ "mailcap", DI | RF,
+	  "it runs the shell command that a mailcap file (~/.mailcap) gives for a file" },
 };
 #undef RF
 #undef DI
