@@ -136,7 +136,7 @@ memfd_with_line(const char *name, const char *data, size_t size, bool extract)
 	int fd, n = 0;
 
 	if (!strpbrk(name, "\"\n") && strlen(name) < PATH_MAX) {
-		for (const char *p = data; extract && p < data + size;) {
+		for (const char *p = data; extract && p && p < data + size;) {
 			const char *nl = memchr(p, '\n', (size_t)(data + size - p));
 			size_t len = nl ? (size_t)(nl - p) : (size_t)(data + size - p);
 
