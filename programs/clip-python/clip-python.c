@@ -41,6 +41,9 @@
 /* Refusals at start-up exit like a shell that cannot execute a file. */
 #define EXIT_REFUSED 126
 
+/* How many of the names last given to open() audit_compile() remembers. */
+#define OPENED_MAX 8
+
 static struct {
 	struct clip_ctx *ctx;
 	const char *prog;
@@ -49,6 +52,8 @@ static struct {
 	bool sourceless_patched;
 	PyObject *bytesio;
 	PyObject *checked_path, *checked_data; /* the last file read through open_code */
+	PyObject *opened[OPENED_MAX]; /* the last names open() was given, as bytes */
+	unsigned opened_next;
 } L;
 
 static void
@@ -380,6 +385,46 @@ audit_exec(PyObject *args)
 	return -1;
 }
 
+/* A path argument (str, bytes or path-like) as the bytes the kernel sees; NULL if none. */
+static PyObject *
+path_bytes(PyObject *path)
+{
+	PyObject *fs = PyOS_FSPath(path), *b = NULL;
+
+	if (fs && PyUnicode_Check(fs))
+		b = PyUnicode_EncodeFSDefault(fs);
+	else if (fs && PyBytes_Check(fs))
+		b = Py_NewRef(fs);
+	Py_XDECREF(fs);
+	if (!b)
+		PyErr_Clear();
+	return b;
+}
+
+/* The "open" audit event: the name a runner reads its script by, kept for audit_compile(). */
+static void
+remember_opened(PyObject *args)
+{
+	PyObject *b;
+
+	if (PyTuple_Size(args) < 1 || PyLong_Check(PyTuple_GET_ITEM(args, 0)))
+		return;
+	b = path_bytes(PyTuple_GET_ITEM(args, 0));
+	if (!b)
+		return;
+	Py_XSETREF(L.opened[L.opened_next], b);
+	L.opened_next = (L.opened_next + 1) % OPENED_MAX;
+}
+
+static bool
+was_opened(const char *path)
+{
+	for (unsigned i = 0; i < OPENED_MAX; i++)
+		if (L.opened[i] && strcmp(PyBytes_AS_STRING(L.opened[i]), path) == 0)
+			return true;
+	return false;
+}
+
 static int
 compile_refuse(const char *path, const char *why)
 {
@@ -400,6 +445,10 @@ compile_refuse(const char *path, const char *why)
  *    import system, runpy), a member of the archive just read (zipimport),
  *    or the named file, opened, checked and read again here. The content
  *    is compared, so a file swapped after the runner read it does not pass.
+ *    A name that is no file (a loader's made-up "blah.py", zipimport's
+ *    "???") says the text comes from none, as angle brackets do, unless
+ *    open() was just given that name: a runner's script renamed away
+ *    between its read and its compile.
  * A name in angle brackets ("<string>", "<doctest ...>") names no file:
  * text the program built, as exec() and eval() of a string.
  */
@@ -462,7 +511,10 @@ audit_compile(PyObject *args)
 	} else {
 		r = fd;
 	}
-	if (r < 0) {
+	if ((r == -ENOENT || r == -ENOTDIR) && !was_opened(path)) {
+		clip_error_free(error);
+		r = 0;
+	} else if (r < 0) {
 		PyErr_Format(PyExc_PermissionError,
 			     "compiling the content of %s as code: refused: %s", path,
 			     clip_error_get_message(error));
@@ -551,6 +603,10 @@ audit_hook(const char *event, PyObject *args, void *userdata)
 					"(SECBIT_EXEC_DENY_INTERACTIVE)");
 			return -1;
 		}
+		return 0;
+	}
+	if (event[0] == 'o' && strcmp(event, "open") == 0) {
+		remember_opened(args);
 		return 0;
 	}
 	if (event[0] == 'c' && strcmp(event, "compile") == 0)

@@ -37,6 +37,13 @@ printf '!%s\nc\nq\n' "$probe" >"$app/pdb-commands"
 printf 'c\nq\n' >"$app/pdb-continue"
 # compile() of other text under the name of a file that passes the check.
 printf 'import sys\nexec(compile(open(sys.argv[1]).read(), sys.argv[2], "exec"))\n' >"$app/compile-as.py"
+# A runner's script renamed away between its read and its compile (the
+# name then names no file), and a loader's text under a made-up name.
+printf 'import os, sys\nt = open(sys.argv[1]).read()\nos.rename(sys.argv[1], sys.argv[1] + ".moved")\nexec(compile(t, sys.argv[1], "exec"))\n' >"$app/rename-race.py"
+printf 'exec(compile("print(\\"made-up ran\\")", "no/such/module.py", "exec"))\n' >"$app/made-up.py"
+race=$nx/race
+mkdir -p "$race"
+chmod 777 "$race"
 /usr/bin/python3 - "$nx/evil.pickle" "$probe" <<'PY'
 import pickle, sys
 class P:
@@ -46,7 +53,8 @@ open(sys.argv[1], "wb").write(pickle.dumps(P(), protocol=0))
 PY
 cp "$nx/evil.pickle" "$app/stdin.pickle"
 cp "$nx/evil.txt" "$app/stdin.txt"
-chmod 755 "$nx"/* "$app/good.py" "$app/compile-as.py" "$app/imports.py"
+chmod 755 "$nx"/*.* "$app/good.py" "$app/compile-as.py" "$app/imports.py" "$app/rename-race.py" \
+	"$app/made-up.py"
 chmod 644 "$app/nox.py"
 export PYTHONDONTWRITEBYTECODE=1
 unset PYTHONSTARTUP PYTHONINSPECT PYTHONPATH
@@ -124,6 +132,13 @@ for id in $ids; do
 			"$py" -m pickle "$nx/evil.pickle"
 		attack "$tag: restrict-file: compile() of other text under a checked file's name is refused" \
 			"$rf" /dev/null "$py" "$app/compile-as.py" "$nx/evil.py" "$app/good.py"
+		rm -f "$race/evil.py" "$race/evil.py.moved"
+		cp "$nx/evil.py" "$race/evil.py"
+		chmod 666 "$race/evil.py"
+		attack "$tag: restrict-file: a script renamed away between its read and its compile is refused" \
+			"$rf" /dev/null "$py" "$app/rename-race.py" "$race/evil.py"
+		works "$tag: restrict-file: text compiled under a name that is no file still runs" "$rf" \
+			/dev/null "made-up ran" "$py" "$app/made-up.py"
 		works "$tag: restrict-file: -m cProfile runs an executable script" "$rf" /dev/null \
 			"good ran" "$py" -m cProfile "$app/good.py"
 		works "$tag: restrict-file: -m trace runs an executable script" "$rf" /dev/null \
