@@ -201,35 +201,38 @@ put_name(FILE *f, const char *s)
 		utf8_put_escaped(f, s, false, SIZE_MAX);
 }
 
+/* @prefix, then the formatted text, escaped, and a newline. */
+static void
+vsay(FILE *f, const char *prefix, const char *format, va_list ap)
+{
+	char *text = NULL;
+
+	if (vasprintf(&text, format, ap) < 0)
+		text = NULL;
+	fputs(prefix, f);
+	put_name(f, text ? text : "(out of memory)");
+	fputc('\n', f);
+	free(text);
+}
+
 void
 say(FILE *f, const char *format, ...)
 {
-	char *text = NULL;
 	va_list ap;
-	int n;
 
 	va_start(ap, format);
-	n = vasprintf(&text, format, ap);
+	vsay(f, "", format, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	put_name(f, text);
-	fputc('\n', f);
-	free(text);
 }
 
 int
 fail_usage(const char *format, ...)
 {
-	char *text = NULL;
 	va_list ap;
-	int n;
 
 	va_start(ap, format);
-	n = vasprintf(&text, format, ap);
+	vsay(stderr, "clipctl: ", format, ap);
 	va_end(ap);
-	say(stderr, "clipctl: %s", n < 0 ? "usage error" : text);
-	free(text);
 	fputs("Try 'clipctl --help'.\n", stderr);
 	return EXIT_USAGE;
 }
