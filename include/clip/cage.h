@@ -159,6 +159,23 @@ int clip_cage_profile_load(struct clip_cage_profile **ret, int fd, const char *f
 int clip_cage_profile_format(const struct clip_cage_profile *profile, char **ret);
 
 /**
+ * clip_cage_profile_dup - a copy of a profile, under another name
+ *
+ * The copy is made through the canonical text (clip_cage_profile_format()),
+ * so it holds everything the profile says; changing one leaves the other
+ * alone.
+ *
+ * @param ret where the copy is stored; untouched on failure
+ * @param name the copy's name, as clip_cage_profile_new(), or NULL to keep
+ *	  the name of @profile
+ * @param reterr optional
+ * @return 0, or -EINVAL (a bad name), -ENOMEM.
+ * @since 0.1
+ */
+int clip_cage_profile_dup(struct clip_cage_profile **ret, const struct clip_cage_profile *profile,
+			  const char *name, struct clip_error **reterr);
+
+/**
  * clip_cage_profile_ref - take a reference
  * @return @profile.
  * @since 0.1

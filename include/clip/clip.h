@@ -19,5 +19,6 @@
 #include <clip/policy.h>
 #include <clip/mediator.h>
 #include <clip/transfer.h>
+#include <clip/session.h>
 
 #endif

@@ -1336,3 +1336,37 @@ clip_cage_profile_format(const struct clip_cage_profile *p, char **ret)
 	clip_assert_return(p && ret, -EINVAL);
 	return profile_format(p, ret);
 }
+
+/*
+ * A copy through the canonical text: whatever a profile holds, the text
+ * holds (it is what the TPM measures), so the copy cannot miss a member
+ * that a later version adds.
+ */
+CLIP_EXPORT int
+clip_cage_profile_dup(struct clip_cage_profile **ret, const struct clip_cage_profile *p,
+		      const char *name, struct clip_error **reterr)
+{
+	_cleanup_free_ char *text = NULL, *renamed = NULL;
+	const char *rest;
+	int r;
+
+	clip_assert_reterr(reterr);
+	cage_assert_arg(ret, reterr, "%s: ret is NULL", __func__);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	if (name) {
+		r = cage_name_check(name, reterr);
+		if (r < 0)
+			return api_return(r, reterr);
+	}
+	r = profile_format(p, &text);
+	if (r < 0)
+		return api_return(r, reterr);
+	/* The text starts "[Cage]\nName=NAME\n" (profile_format()). */
+	rest = strchr(text + sizeof("[Cage]\nName=") - 1, '\n');
+	if (!rest)
+		return api_return(-EFAULT, reterr);
+	if (asprintf(&renamed, "[Cage]\nName=%s%s", name ? name : p->name, rest) < 0)
+		return api_return(-ENOMEM, reterr);
+	r = clip_cage_profile_parse(ret, p->name, renamed, strlen(renamed), reterr);
+	return api_return(r == -EINVAL ? -EFAULT : r, reterr);
+}

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * session: the cages of several levels, their data, inboxes and the
+ * mediator between them, from one description (include/clip/session.h).
+ *
+ *   session.c        the object, the builder, the wiring derivation and its
+ *                    checks (clip_session_check())
+ *   session-file.c   clip.session(5): the strict parser and the canonical
+ *                    formatter
+ *   session-run.c    start, stop, the event loop, restarts, spawn, status
+ *   session-control.c the control socket (server in dispatch, client
+ *                    clip_session_control()) and the status object
+ *
+ * Calls: base cage level transfer
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <clip/cage.h>
+#include <clip/ctx.h>
+#include <clip/level.h>
+#include <clip/mediator.h>
+#include <clip/session.h>
+
+#include "base/macro.h"
+
+/* Where the wiring goes, in the session's state directory. */
+#define SESSION_INBOX_DIR "inbox" /* inbox/CAGE: the cage's inbox */
+#define SESSION_RUN_DIR "run" /* run/CAGE/transfer.sock, bound at /run/clip */
+#define SESSION_SOCKET_NAME "transfer.sock"
+#define SESSION_AGENT_SOCKET "confirm.sock" /* bound into no cage */
+#define SESSION_CONTROL_SOCKET "control.sock"
+/* Where it goes in a cage. */
+#define SESSION_CAGE_INBOX "/inbox"
+#define SESSION_CAGE_RUN "/run/clip"
+
+/* The default grace of a stop, and the restart bound. */
+#define SESSION_GRACE_MS 5000u
+#define SESSION_RESTART_BURST 5u
+#define SESSION_RESTART_WINDOW_S 10
+
+struct session_cage {
+	char name[CLIP_SESSION_NAME_MAX + 1];
+	char cage_name[2 * CLIP_SESSION_NAME_MAX + 2]; /* "SESSION.CAGE", the registry's */
+	struct clip_level *level;
+	/* The session's own copy, named cage_name, with the wiring added at
+	   start (session_cage_profile()); profile_path is where it was read
+	   from (clip_session_parse()), NULL when built through the API. */
+	struct clip_cage_profile *profile;
+	char *profile_path;
+	char *data_dir;
+	int restart; /* CLIP_SESSION_RESTART_* */
+	uint32_t uid_base; /* the one the cage runs with in root mode */
+
+	/* Runtime (session-run.c). */
+	struct clip_cage *cage; /* NULL before the start */
+	int listen_fd, inbox_fd;
+	unsigned restarts; /* over the session's life */
+	time_t restart_window; /* start of the current restart window */
+	unsigned restarts_in_window;
+	bool failed; /* restarts given up */
+};
+
+struct clip_session {
+	unsigned n_ref;
+	struct clip_ctx *ctx;
+	char name[CLIP_SESSION_NAME_MAX + 1];
+	char *state_dir; /* NULL: STATE/sessions/NAME, resolved at start */
+	struct session_cage *cages[CLIP_SESSION_CAGES_MAX];
+	size_t n_cages;
+	struct clip_policy *policy;
+	char **rules; /* the Rule= lines as written (NULL-terminated), for the formatter */
+	struct clip_mediator_opts mediator_opts;
+
+	/* Runtime (session-run.c). */
+	bool started;
+	int mode; /* CLIP_CAGE_MODE_ROOT or _ROOTLESS, fixed at start */
+	int state_fd; /* the state directory, open */
+	int epoll_fd;
+	int control_fd; /* listening */
+	struct clip_audit *audit;
+	struct clip_mediator *mediator;
+	void (*event_fn)(struct clip_session *, int, const char *, int, void *);
+	void *event_userdata;
+};
+
+DEFINE_UNREF_CLEANUP(struct clip_session, clip_session_unref)
+DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
+
+/* session.c */
+struct session_cage *session_find_cage(const struct clip_session *s, const char *name);
+/* The state directory's path, resolved (s->state_dir or the default); NULL on ENOMEM. */
+char *session_state_path(const struct clip_session *s);
+/* The cage's profile with the session's wiring added, ready to start. */
+int session_cage_profile(struct clip_session *s, struct session_cage *c,
+			 struct clip_cage_profile **ret, struct clip_error **reterr);
+
+/* session-run.c */
+void session_stop_all(struct clip_session *s, unsigned grace_ms);
+
+/* session-control.c */
+int session_control_listen(struct clip_session *s, struct clip_error **reterr);
+int session_control_dispatch(struct clip_session *s);
