@@ -239,6 +239,14 @@ int clip_cage_profile_set_data_dir(struct clip_cage_profile *profile, const char
 				   struct clip_error **reterr);
 
 /**
+ * clip_cage_profile_get_data_dir - the data directory set
+ * @return a string owned by @profile, or NULL when none is set or
+ *	   @profile is NULL.
+ * @since 0.1
+ */
+const char *clip_cage_profile_get_data_dir(const struct clip_cage_profile *profile);
+
+/**
  * clip_cage_profile_add_bind - bind a host path into the cage
  *
  * Read-only unless CLIP_CAGE_BIND_RW; read-write binds are always
@@ -255,6 +263,20 @@ int clip_cage_profile_set_data_dir(struct clip_cage_profile *profile, const char
  */
 int clip_cage_profile_add_bind(struct clip_cage_profile *profile, const char *source,
 			       const char *target, unsigned flags, struct clip_error **reterr);
+
+/**
+ * clip_cage_profile_get_bind - the @i th bind of the profile (tmpfs left
+ * out), in the order they were added
+ *
+ * @param ret_source, ret_target where strings owned by @profile are
+ *	  stored, or NULL
+ * @param ret_flags where 0 or CLIP_CAGE_BIND_RW is stored, or NULL
+ * @return 0, or -ENOENT past the last bind, -EINVAL (@profile is NULL).
+ * @since 0.1
+ */
+int clip_cage_profile_get_bind(const struct clip_cage_profile *profile, size_t i,
+			       const char **ret_source, const char **ret_target,
+			       unsigned *ret_flags);
 
 /**
  * clip_cage_profile_add_tmpfs - an empty tmpfs (nosuid, nodev, noexec)
@@ -371,6 +393,14 @@ int clip_cage_profile_set_uid_base(struct clip_cage_profile *profile, uint32_t b
  * @since 0.1
  */
 uint32_t clip_cage_profile_get_uid_base(const struct clip_cage_profile *profile);
+
+/**
+ * clip_cage_profile_has_uid_base - whether the uid base was set
+ * (clip_cage_profile_set_uid_base(), UidBase=) rather than derived
+ * @return 1 or 0 (also for a NULL @profile).
+ * @since 0.1
+ */
+int clip_cage_profile_has_uid_base(const struct clip_cage_profile *profile);
 
 /**
  * clip_cage_profile_set_start_timeout - how long a start or a spawn waits

@@ -620,3 +620,44 @@ dir_open_walk(const char *path, bool create, const char *what, struct clip_error
 		return error_set_errno(reterr, -errno, "cannot open %s %.200s", what, path);
 	return r;
 }
+
+const char *
+path_fault(const char *path)
+{
+	size_t n = strnlen(path, PATH_BYTES_MAX);
+
+	if (n == 0)
+		return "is empty";
+	if (n >= PATH_BYTES_MAX)
+		return "is longer than 4095 bytes";
+	if (path[0] != '/')
+		return "is not absolute";
+	if (n > 1 && path[n - 1] == '/')
+		return "ends with a slash (paths are normalised)";
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if (c <= ' ' || c >= 0x7f)
+			return "has a space, a control character or a byte that is not ASCII";
+		if (c == ':' || c == '\\')
+			return "has a ':' or a '\\'";
+		if (c == '/' && path[i + 1] == '/')
+			return "has an empty component, '//' (paths are normalised)";
+		if (c == '/' && path[i + 1] == '.' && (path[i + 2] == '/' || path[i + 2] == '\0'))
+			return "has a '.' component (paths are normalised)";
+		if (c == '/' && path[i + 1] == '.' && path[i + 2] == '.' &&
+		    (path[i + 3] == '/' || path[i + 3] == '\0'))
+			return "has a '..' component (paths are normalised)";
+	}
+	return NULL;
+}
+
+bool
+path_is_beneath(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return path[0] == '/';
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}

@@ -161,3 +161,16 @@ int struct_copy_out(void *dst, const void *src, size_t src_size, size_t min_size
 void *secret_page_new(void);
 void secret_page_wipe(void *page);
 void secret_page_free(void *page);
+
+/*
+ * Paths given to the library (a bind's source, a data directory): absolute
+ * and normalised (no ".", "..", "//", trailing "/"), printable ASCII
+ * without space, ':' or '\\', shorter than PATH_BYTES_MAX. path_fault()
+ * says what keeps @path from being one ("is not absolute"), NULL if
+ * nothing.
+ */
+#define PATH_BYTES_MAX 4096
+const char *path_fault(const char *path);
+
+/* Whether the normalised @path is @dir or beneath it ("/a/b" is beneath "/a", "/ab" is not). */
+bool path_is_beneath(const char *path, const char *dir);

@@ -69,41 +69,6 @@ cage_name_check(const char *name, struct clip_error **reterr)
 	return 0;
 }
 
-/*
- * What keeps @path from being absolute and normalised (no ".", "..", "//",
- * trailing "/"), printable, without ':' or '\\' or space: NULL if nothing.
- */
-static const char *
-path_fault(const char *path)
-{
-	size_t n = strnlen(path, CAGE_PATH_MAX);
-
-	if (n == 0)
-		return "is empty";
-	if (n >= CAGE_PATH_MAX)
-		return "is longer than 4095 bytes";
-	if (path[0] != '/')
-		return "is not absolute";
-	if (n > 1 && path[n - 1] == '/')
-		return "ends with a slash (paths are normalised)";
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)path[i];
-
-		if (c <= ' ' || c >= 0x7f)
-			return "has a space, a control character or a byte that is not ASCII";
-		if (c == ':' || c == '\\')
-			return "has a ':' or a '\\'";
-		if (c == '/' && path[i + 1] == '/')
-			return "has an empty component, '//' (paths are normalised)";
-		if (c == '/' && path[i + 1] == '.' && (path[i + 2] == '/' || path[i + 2] == '\0'))
-			return "has a '.' component (paths are normalised)";
-		if (c == '/' && path[i + 1] == '.' && path[i + 2] == '.' &&
-		    (path[i + 3] == '/' || path[i + 3] == '\0'))
-			return "has a '..' component (paths are normalised)";
-	}
-	return NULL;
-}
-
 static bool
 path_valid(const char *path)
 {
@@ -130,14 +95,6 @@ cage_shown(const char *s, char buf[CAGE_SHOWN_MAX])
 		buf[n] = (unsigned char)s[n] < ' ' || (unsigned char)s[n] >= 0x7f ? '?' : s[n];
 	strcpy(buf + n, s[n] ? "..." : "");
 	return buf;
-}
-
-static bool
-path_is_beneath(const char *path, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
 /* Where nothing may be mounted: the cage makes these itself. NULL, or why not @target. */
@@ -310,6 +267,12 @@ clip_cage_profile_set_data_dir(struct clip_cage_profile *p, const char *path,
 	return api_return(set_path(&p->data_dir, "data directory", path, reterr), reterr);
 }
 
+CLIP_EXPORT const char *
+clip_cage_profile_get_data_dir(const struct clip_cage_profile *p)
+{
+	return p ? p->data_dir : NULL;
+}
+
 /* A bind of @source (a tmpfs when NULL) at @target: -EINVAL or -E2BIG with what is wrong. */
 static int
 mount_add(struct clip_cage_profile *p, const char *source, const char *target, bool rw,
@@ -361,6 +324,27 @@ clip_cage_profile_add_bind(struct clip_cage_profile *p, const char *source, cons
 	return api_return(
 		mount_add(p, source, target ? target : source, flags & CLIP_CAGE_BIND_RW, reterr),
 		reterr);
+}
+
+CLIP_EXPORT int
+clip_cage_profile_get_bind(const struct clip_cage_profile *p, size_t i, const char **ret_source,
+			   const char **ret_target, unsigned *ret_flags)
+{
+	clip_assert_return(p, -EINVAL);
+	for (size_t k = 0; k < p->n_mounts; k++) {
+		const struct cage_mount *m = &p->mounts[k];
+
+		if (!m->source || i-- > 0)
+			continue;
+		if (ret_source)
+			*ret_source = m->source;
+		if (ret_target)
+			*ret_target = m->target;
+		if (ret_flags)
+			*ret_flags = m->rw ? CLIP_CAGE_BIND_RW : 0;
+		return 0;
+	}
+	return -ENOENT;
 }
 
 CLIP_EXPORT int
@@ -597,6 +581,12 @@ CLIP_EXPORT uint32_t
 clip_cage_profile_get_uid_base(const struct clip_cage_profile *p)
 {
 	return p ? cage_profile_uid_base(p) : 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_has_uid_base(const struct clip_cage_profile *p)
+{
+	return p && p->uid_base ? 1 : 0;
 }
 
 CLIP_EXPORT int
