@@ -16,6 +16,7 @@ extern "C" {
 #endif
 
 struct clip_error;
+struct clip_level;
 struct clip_policy;
 
 /**
@@ -33,6 +34,25 @@ struct clip_policy;
  */
 int clip_policy_parse(struct clip_policy **ret, const char *text, size_t size, const char *origin,
 		      struct clip_error **reterr);
+
+/**
+ * clip_policy_check_cages - check a policy against the cages it will judge
+ *
+ * Every cage name and every level a rule names must be one of the cages'
+ * (a rule that can never match is a typo or a cage removed), and no allow
+ * rule may match a transfer between two of them whose target level does
+ * not dominate the source's.
+ *
+ * @param names the cages' names, @n of them
+ * @param levels their levels, in the same order
+ * @param reterr optional; the message names the rule (FILE:LINE) and the
+ *	  cage or level at fault
+ * @return 0, or -EINVAL, -ENOMEM.
+ * @since 0.1
+ */
+int clip_policy_check_cages(const struct clip_policy *policy, const char *const *names,
+			    const struct clip_level *const *levels, size_t n,
+			    struct clip_error **reterr);
 
 /** @since 0.1 */
 struct clip_policy *clip_policy_ref(struct clip_policy *policy);

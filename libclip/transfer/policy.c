@@ -435,6 +435,64 @@ policy_check_cages(const struct clip_policy *policy, const char *const *names,
 	return 0;
 }
 
+/* An endpoint naming a cage or a level none of the @n cages has: -EINVAL, or 0. */
+static int
+endpoint_check(const struct clip_policy *policy, const struct policy_rule *rule,
+	       const struct policy_endpoint *ep, const char *const *names,
+	       const struct clip_level *const *levels, size_t n, struct clip_error **reterr)
+{
+	_cleanup_free_ char *text = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if ((ep->kind == ENDPOINT_NAME && strcmp(ep->name, names[i]) == 0) ||
+		    (ep->kind == ENDPOINT_LEVEL && clip_level_equal(ep->level, levels[i]) == 1))
+			return 0;
+	if (ep->kind == ENDPOINT_NAME)
+		return error_set(reterr, -EINVAL,
+				 "%s:%u: the rule names cage '%s', and no cage is named so",
+				 policy->origin, rule->line, ep->name);
+	if (clip_level_format(ep->level, &text) < 0)
+		return -ENOMEM;
+	return error_set(reterr, -EINVAL, "%s:%u: the rule names level %s, and no cage has it",
+			 policy->origin, rule->line, text);
+}
+
+CLIP_EXPORT int
+clip_policy_check_cages(const struct clip_policy *policy, const char *const *names,
+			const struct clip_level *const *levels, size_t n,
+			struct clip_error **reterr)
+{
+	int r = 0;
+
+	clip_assert_reterr(reterr);
+	clip_assert_return(
+		policy,
+		api_return(error_set(reterr, -EINVAL, "%s: the policy is NULL", __func__), reterr));
+	clip_assert_return(
+		n == 0 || (names && levels),
+		api_return(error_set(reterr, -EINVAL, "%s: %zu cages and no names or levels",
+				     __func__, n),
+			   reterr));
+	for (size_t i = 0; i < n; i++)
+		clip_assert_return(
+			names[i] && levels[i],
+			api_return(error_set(reterr, -EINVAL,
+					     "%s: cage %zu has no name or no level", __func__, i),
+				   reterr));
+
+	for (size_t k = 0; k < policy->n_rules && r >= 0; k++) {
+		const struct policy_rule *rule = &policy->rules[k];
+
+		if (rule->source.kind != ENDPOINT_ANY)
+			r = endpoint_check(policy, rule, &rule->source, names, levels, n, reterr);
+		if (r >= 0 && rule->target.kind != ENDPOINT_ANY)
+			r = endpoint_check(policy, rule, &rule->target, names, levels, n, reterr);
+	}
+	if (r >= 0)
+		r = policy_check_cages(policy, names, levels, n, reterr);
+	return api_return(r, reterr);
+}
+
 const char *
 policy_action_name(enum policy_action action)
 {
