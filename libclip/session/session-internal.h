@@ -38,6 +38,10 @@
 #define SESSION_CAGE_INBOX "/inbox"
 #define SESSION_CAGE_RUN "/run/clip"
 
+/* The unit of a uid base (clip_cage_profile_set_uid_base()), and the last valid one. */
+#define SESSION_UID_RANGE 65536u
+#define SESSION_UID_BASE_LAST (UINT32_MAX - 2 * SESSION_UID_RANGE + 1)
+
 /* The default grace of a stop, and the restart bound. */
 #define SESSION_GRACE_MS 5000u
 #define SESSION_RESTART_BURST 5u
@@ -90,8 +94,11 @@ struct clip_session {
 
 DEFINE_UNREF_CLEANUP(struct clip_session, clip_session_unref)
 DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
+DEFINE_UNREF_CLEANUP(struct clip_policy, clip_policy_unref)
 
 /* session.c */
+/* [a-z0-9][a-z0-9_-]*, 1 to CLIP_SESSION_NAME_MAX: a session's or a cage's name. */
+bool session_name_valid(const char *name);
 struct session_cage *session_find_cage(const struct clip_session *s, const char *name);
 /* The state directory's path, resolved (s->state_dir or the default); NULL on ENOMEM. */
 char *session_state_path(const struct clip_session *s);

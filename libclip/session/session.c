@@ -15,6 +15,7 @@
 
 #include "base/ctx-internal.h"
 #include "base/error.h"
+#include "base/test-hooks.h"
 #include "base/util.h"
 #include "session-internal.h"
 
@@ -22,7 +23,7 @@
 	clip_assert_return(expr, api_return(error_set(reterr, -EINVAL, __VA_ARGS__), reterr))
 
 /* [a-z0-9][a-z0-9_-]*, 1 to CLIP_SESSION_NAME_MAX: a cage name of the mediator, a file name. */
-static bool
+bool
 session_name_valid(const char *name)
 {
 	size_t n = strlen(name);
@@ -39,22 +40,31 @@ session_name_valid(const char *name)
 	return true;
 }
 
+/* A string of the caller's in a message: at most 128 bytes, '?' for what is not printable. */
+#define SHOWN_MAX (128 + sizeof("..."))
+static const char *
+shown(const char *text, char buf[SHOWN_MAX])
+{
+	size_t n = 0;
+
+	for (; text[n] && n < SHOWN_MAX - sizeof("..."); n++)
+		buf[n] = (unsigned char)text[n] < ' ' || (unsigned char)text[n] >= 0x7f ? '?'
+											: text[n];
+	strcpy(buf + n, text[n] ? "..." : "");
+	return buf;
+}
+
 static int
 name_check(const char *what, const char *name, struct clip_error **reterr)
 {
-	char shown[CLIP_SESSION_NAME_MAX * 4 + 8];
-	size_t n = 0;
+	char buf[SHOWN_MAX];
 
 	if (session_name_valid(name))
 		return 0;
-	for (; name[n] && n < CLIP_SESSION_NAME_MAX + 1; n++)
-		shown[n] = (unsigned char)name[n] < ' ' || (unsigned char)name[n] >= 0x7f ? '?'
-											  : name[n];
-	strcpy(shown + n, name[n] ? "..." : "");
 	return error_set(reterr, -EINVAL,
 			 "bad %s name '%s': 1 to %d characters of a-z, 0-9, '_' and '-', "
 			 "starting with a letter or a digit",
-			 what, shown, CLIP_SESSION_NAME_MAX);
+			 what, shown(name, buf), CLIP_SESSION_NAME_MAX);
 }
 
 CLIP_EXPORT int
@@ -151,31 +161,16 @@ session_state_path(const struct clip_session *s)
 	return path;
 }
 
-/*
- * An absolute, normalised path: what the cage profile takes for a bind
- * source, checked by its setter (the one set of rules for paths).
- */
+/* An absolute, normalised path (path_fault(): the cage profile's rule for paths). */
 static int
 path_check(const char *what, const char *path, struct clip_error **reterr)
 {
-	_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *probe = NULL;
-	struct clip_error *e = NULL;
-	int r;
+	const char *fault = path_fault(path);
+	char buf[SHOWN_MAX];
 
-	r = clip_cage_profile_new(&probe, "probe", reterr);
-	if (r < 0)
-		return r;
-	r = clip_cage_profile_set_root(probe, path, &e);
-	if (r == -EINVAL) {
-		const char *m = clip_error_get_message(e);
-		const char *fault = m ? strstr(m, "' ") : NULL;
-
-		r = error_set(reterr, -EINVAL, "%s '%s'%s", what, path,
-			      fault ? fault + 1 : " is not an absolute, normalised path");
-	} else if (r < 0)
-		r = error_set(reterr, r, "%s: %s", what, strerror(-r));
-	clip_error_free(e);
-	return r;
+	if (!fault)
+		return 0;
+	return error_set(reterr, -EINVAL, "%s '%s' %s", what, shown(path, buf), fault);
 }
 
 CLIP_EXPORT int
@@ -201,6 +196,134 @@ clip_session_set_state_dir(struct clip_session *s, const char *path, struct clip
 	free(s->state_dir);
 	s->state_dir = copy;
 	return 0;
+}
+
+/* -- the wiring's rules: what add_cage can see, then the whole ---------- */
+
+/* A cage as the checks see it: the session's, or one being added. */
+struct wiring_cage {
+	const char *name;
+	const struct clip_level *level;
+	const struct clip_cage_profile *profile; /* NULL: the defaults */
+	const char *data_dir;
+};
+
+static struct wiring_cage
+wiring_of(const struct session_cage *c)
+{
+	return (struct wiring_cage){ c->name, c->level, c->profile, c->data_dir };
+}
+
+/* What the profile says itself must agree with the session: its data directory, its level. */
+static int
+profile_agrees(const struct wiring_cage *w, struct clip_error **reterr)
+{
+	const char *data = clip_cage_profile_get_data_dir(w->profile);
+	const struct clip_level *level = clip_cage_profile_get_level(w->profile);
+	_cleanup_free_ char *a = NULL, *b = NULL;
+
+	if (!w->profile)
+		return 0;
+	if (data && strcmp(data, w->data_dir) != 0)
+		return error_set(
+			reterr, -EINVAL,
+			"cage '%s': its profile's data directory '%s' is not the session's "
+			"'%s' (leave DataDirectory= out of a session's profile)",
+			w->name, data, w->data_dir);
+	if (!level || clip_level_equal(level, w->level) == 1)
+		return 0;
+	if (clip_level_format(level, &a) < 0 || clip_level_format(w->level, &b) < 0)
+		return -ENOMEM;
+	if (strcmp(a, "s0") == 0) /* the default: the session sets the level */
+		return 0;
+	return error_set(reterr, -EINVAL,
+			 "cage '%s': its profile's level %s is not the session's level %s", w->name,
+			 a, b);
+}
+
+/* Two cages on one data directory, or one within the other's. */
+static int
+data_dirs_apart(const struct wiring_cage *a, const struct wiring_cage *b,
+		struct clip_error **reterr)
+{
+	if (test_hook_disabled("session-wiring-check"))
+		return 0;
+	if (strcmp(a->data_dir, b->data_dir) == 0)
+		return error_set(reterr, -EINVAL,
+				 "cage '%s' and cage '%s' have the same data directory '%s'",
+				 a->name, b->name, a->data_dir);
+	if (path_is_beneath(a->data_dir, b->data_dir))
+		return error_set(
+			reterr, -EINVAL,
+			"the data directory '%s' of cage '%s' is within the data directory "
+			"'%s' of cage '%s'",
+			a->data_dir, a->name, b->data_dir, b->name);
+	if (path_is_beneath(b->data_dir, a->data_dir))
+		return error_set(
+			reterr, -EINVAL,
+			"the data directory '%s' of cage '%s' is within the data directory "
+			"'%s' of cage '%s'",
+			b->data_dir, b->name, a->data_dir, a->name);
+	return 0;
+}
+
+/* Whether @source reaches @dir: the same, beneath it, or holding it. */
+static bool
+path_reaches(const char *source, const char *dir)
+{
+	return path_is_beneath(source, dir) || path_is_beneath(dir, source);
+}
+
+/*
+ * No bind of @w's profile may reach the data directory of @owner (another
+ * cage, or @w itself: a second bind would make /data executable or move
+ * it where the profile says).
+ */
+static int
+binds_apart(const struct wiring_cage *w, const struct wiring_cage *owner,
+	    struct clip_error **reterr)
+{
+	const char *source;
+
+	if (test_hook_disabled("session-bind-check"))
+		return 0;
+	for (size_t i = 0;
+	     w->profile && clip_cage_profile_get_bind(w->profile, i, &source, NULL, NULL) == 0; i++)
+		if (path_reaches(source, owner->data_dir))
+			return error_set(
+				reterr, -EINVAL,
+				"cage '%s': its bind source '%s' reaches the data directory "
+				"'%s' of cage '%s'",
+				w->name, source, owner->data_dir, owner->name);
+	return 0;
+}
+
+/* The rules between @w, about to be added, and the cages already there. */
+static int
+wiring_check_new(const struct clip_session *s, const struct wiring_cage *w,
+		 struct clip_error **reterr)
+{
+	int r = profile_agrees(w, reterr);
+
+	if (r >= 0)
+		r = binds_apart(w, w, reterr);
+	for (size_t i = 0; r >= 0 && i < s->n_cages; i++) {
+		struct wiring_cage o = wiring_of(s->cages[i]);
+
+		r = data_dirs_apart(w, &o, reterr);
+		if (r >= 0)
+			r = binds_apart(w, &o, reterr);
+		if (r >= 0)
+			r = binds_apart(&o, w, reterr);
+		if (r >= 0 && w->profile && clip_cage_profile_has_uid_base(w->profile) &&
+		    clip_cage_profile_has_uid_base(o.profile) &&
+		    clip_cage_profile_get_uid_base(w->profile) ==
+			    clip_cage_profile_get_uid_base(o.profile))
+			r = error_set(reterr, -EINVAL,
+				      "cage '%s' and cage '%s' have the same uid base %u", w->name,
+				      o.name, clip_cage_profile_get_uid_base(o.profile));
+	}
+	return r;
 }
 
 CLIP_EXPORT int
@@ -244,6 +367,11 @@ clip_session_add_cage(struct clip_session *s, const struct clip_session_cage *ca
 					    in.name, in.restart),
 				  reterr);
 	r = path_check("data directory", in.data_dir, reterr);
+	if (r >= 0) {
+		struct wiring_cage w = { in.name, in.level, in.profile, in.data_dir };
+
+		r = wiring_check_new(s, &w, reterr);
+	}
 	if (r < 0)
 		return api_return(r, reterr);
 
@@ -285,6 +413,11 @@ clip_session_set_policy(struct clip_session *s, struct clip_policy *policy,
 				  reterr);
 	clip_policy_unref(s->policy);
 	s->policy = clip_policy_ref(policy);
+	/* Rules the formatter could write are those of a session file only. */
+	for (size_t i = 0; s->rules && s->rules[i]; i++)
+		free(s->rules[i]);
+	free(s->rules);
+	s->rules = NULL;
 	return 0;
 }
 
@@ -322,4 +455,176 @@ session_cage_profile(struct clip_session *s, struct session_cage *c, struct clip
 		return r;
 	*ret = steal_ptr(p);
 	return 0;
+}
+
+/*
+ * What a bind source reaching the state directory reaches: a cage's inbox
+ * or socket directory, the agent's or the control socket, or the whole.
+ */
+static char *
+state_part(const struct clip_session *s, const char *state, const char *source)
+{
+	char *what = NULL;
+
+	for (size_t i = 0; i < s->n_cages; i++) {
+		_cleanup_free_ char *inbox = NULL, *run = NULL;
+
+		if (asprintf(&inbox, "%s/" SESSION_INBOX_DIR "/%s", state, s->cages[i]->name) < 0 ||
+		    asprintf(&run, "%s/" SESSION_RUN_DIR "/%s", state, s->cages[i]->name) < 0)
+			return NULL;
+		if (path_is_beneath(source, inbox) &&
+		    asprintf(&what, "the inbox '%s' of cage '%s'", inbox, s->cages[i]->name) >= 0)
+			return what;
+		if (path_is_beneath(source, run) &&
+		    asprintf(&what, "the socket directory '%s' of cage '%s'", run,
+			     s->cages[i]->name) >= 0)
+			return what;
+	}
+	if (asprintf(&what, "the state directory '%s' of session '%s' (inboxes, sockets%s)", state,
+		     s->name, path_is_beneath(source, state) ? "" : ", the agent's socket") < 0)
+		return NULL;
+	return what;
+}
+
+/* The state directory against the cages' data directories and binds. */
+static int
+state_check(const struct clip_session *s, const char *state, struct clip_error **reterr)
+{
+	for (size_t i = 0; i < s->n_cages; i++) {
+		const struct session_cage *c = s->cages[i];
+		/* Whose inbox is shown: another cage's, when there is one. */
+		const struct session_cage *o = s->cages[i == 0 && s->n_cages > 1 ? 1 : 0];
+		const char *source;
+
+		if (test_hook_disabled("session-wiring-check"))
+			break;
+		if (path_is_beneath(state, c->data_dir))
+			return error_set(reterr, -EINVAL,
+					 "the inbox '%s/" SESSION_INBOX_DIR "/%s' of cage '%s' is "
+					 "within the data directory '%s' of cage '%s' (state "
+					 "directory '%s')",
+					 state, o->name, o->name, c->data_dir, c->name, state);
+		if (path_is_beneath(c->data_dir, state))
+			return error_set(reterr, -EINVAL,
+					 "the data directory '%s' of cage '%s' is within the state "
+					 "directory '%s' of session '%s'",
+					 c->data_dir, c->name, state, s->name);
+		for (size_t k = 0;
+		     !test_hook_disabled("session-bind-check") &&
+		     clip_cage_profile_get_bind(c->profile, k, &source, NULL, NULL) == 0;
+		     k++) {
+			_cleanup_free_ char *what = NULL;
+
+			if (!path_reaches(source, state))
+				continue;
+			what = state_part(s, state, source);
+			if (!what)
+				return -ENOMEM;
+			return error_set(reterr, -EINVAL,
+					 "cage '%s': its bind source '%s' reaches %s", c->name,
+					 source, what);
+		}
+	}
+	return 0;
+}
+
+static int
+cmp_cage_name(const void *a, const void *b)
+{
+	return strcmp((*(struct session_cage *const *)a)->name,
+		      (*(struct session_cage *const *)b)->name);
+}
+
+/*
+ * Each cage's uid base, in c->uid_base: an explicit one (UidBase=) as it
+ * is, two that collide refused; a derived one (from SESSION.CAGE) moved to
+ * the next free slot when taken, in the order of the names, so that the
+ * result depends on the description only.
+ */
+static int
+uid_bases_assign(struct clip_session *s, struct clip_error **reterr)
+{
+	struct session_cage *sorted[CLIP_SESSION_CAGES_MAX];
+	bool derived[CLIP_SESSION_CAGES_MAX];
+
+	memcpy(sorted, s->cages, s->n_cages * sizeof(sorted[0]));
+	qsort(sorted, s->n_cages, sizeof(sorted[0]), cmp_cage_name);
+	for (size_t i = 0; i < s->n_cages; i++) {
+		derived[i] = !clip_cage_profile_has_uid_base(sorted[i]->profile);
+		sorted[i]->uid_base =
+			derived[i] ? 0 : clip_cage_profile_get_uid_base(sorted[i]->profile);
+		for (size_t j = 0; j < i; j++)
+			if (!derived[i] && !derived[j] &&
+			    sorted[j]->uid_base == sorted[i]->uid_base)
+				return error_set(
+					reterr, -EINVAL,
+					"cage '%s' and cage '%s' have the same uid base %u",
+					sorted[j]->name, sorted[i]->name, sorted[i]->uid_base);
+	}
+	for (size_t i = 0; i < s->n_cages; i++) {
+		uint32_t base = clip_cage_profile_get_uid_base(sorted[i]->profile);
+		bool taken = true;
+
+		if (!derived[i])
+			continue;
+		/* At most n_cages slots are taken: this ends. */
+		while (taken) {
+			taken = false;
+			for (size_t j = 0; j < s->n_cages; j++)
+				if (sorted[j]->uid_base == base)
+					taken = true;
+			if (taken)
+				base = base >= SESSION_UID_BASE_LAST ? SESSION_UID_RANGE
+								     : base + SESSION_UID_RANGE;
+		}
+		sorted[i]->uid_base = base;
+	}
+	return 0;
+}
+
+static int
+session_check(struct clip_session *s, struct clip_error **reterr)
+{
+	const char *names[CLIP_SESSION_CAGES_MAX];
+	const struct clip_level *levels[CLIP_SESSION_CAGES_MAX];
+	_cleanup_free_ char *state = session_state_path(s);
+	int r = 0;
+
+	if (!state)
+		return -ENOMEM;
+	for (size_t i = 0; r >= 0 && i < s->n_cages; i++) {
+		struct wiring_cage a = wiring_of(s->cages[i]);
+
+		r = profile_agrees(&a, reterr);
+		if (r >= 0)
+			r = binds_apart(&a, &a, reterr);
+		for (size_t j = i + 1; r >= 0 && j < s->n_cages; j++) {
+			struct wiring_cage b = wiring_of(s->cages[j]);
+
+			r = data_dirs_apart(&a, &b, reterr);
+			if (r >= 0)
+				r = binds_apart(&a, &b, reterr);
+			if (r >= 0)
+				r = binds_apart(&b, &a, reterr);
+		}
+		names[i] = s->cages[i]->name;
+		levels[i] = s->cages[i]->level;
+	}
+	if (r >= 0)
+		r = state_check(s, state, reterr);
+	if (r >= 0)
+		r = uid_bases_assign(s, reterr);
+	if (r >= 0 && s->policy)
+		r = clip_policy_check_cages(s->policy, names, levels, s->n_cages, reterr);
+	return r;
+}
+
+CLIP_EXPORT int
+clip_session_check(struct clip_session *s, struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	session_assert_arg(s, reterr, "%s: the session is NULL", __func__);
+	ctx_assert_return_error(s->ctx, reterr);
+
+	return api_return(session_check(s, reterr), reterr);
 }
