@@ -23,9 +23,9 @@
 #include "cage-internal.h"
 #include "base/macro.h"
 #include "base/error.h"
+#include "base/ini.h"
 #include "base/util.h"
 
-#define LINE_MAX_BYTES 4096
 #define CPU_QUOTA_MAX 100000
 #define CAP_MAX 63
 
@@ -635,41 +635,11 @@ cage_profile_start_timeout_ms(const struct clip_cage_profile *p)
 
 /* -- the parser ------------------------------------------------------ */
 
-struct parser {
-	const char *filename;
-	const char *data;
-	size_t size;
-	unsigned line;
-	int section;
-	bool section_seen[_SECTION_MAX];
-	struct clip_cage_profile *p;
-	struct clip_error **reterr;
-};
-
-struct key {
-	enum section section;
-	const char *name;
-	int (*parse)(struct parser *ps, const struct key *k, char *value, size_t offset);
-};
-
-/* "FILE:LINE: [Section] Key: message", the offset at the culprit. */
-static int _printf_(5, 6) key_error(struct parser *ps, const struct key *k, size_t offset,
-				    int error, const char *format, ...)
+/* The profile being read. */
+static struct clip_cage_profile *
+pp(struct ini *ps)
 {
-	_cleanup_free_ char *text = NULL;
-	va_list ap;
-	int n;
-
-	va_start(ap, format);
-	n = vasprintf(&text, format, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	if (k)
-		return error_setf(ps->reterr, error, (int)offset, "%s:%u: [%s] %s: %s",
-				  ps->filename, ps->line, section_names[k->section], k->name, text);
-	return error_setf(ps->reterr, error, (int)offset, "%s:%u: %s", ps->filename, ps->line,
-			  text);
+	return ps->userdata;
 }
 
 /* The next space-separated word of *s, NUL-terminated in place; NULL at the end. */
@@ -692,18 +662,18 @@ next_word(char **s)
 }
 
 static int
-parse_name(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_name(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	if (!name_valid(value))
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(ps, k, offset, -EINVAL,
 				 "'%.40s' is not a name (1 to %d of A-Z a-z 0-9 _ . -)", value,
 				 CLIP_CAGE_NAME_MAX);
-	ps->p->name = strdup(value);
-	return ps->p->name ? 0 : -ENOMEM;
+	pp(ps)->name = strdup(value);
+	return pp(ps)->name ? 0 : -ENOMEM;
 }
 
 static int
-parse_level(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_level(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	struct clip_level *level = NULL;
 	struct clip_error *e = NULL;
@@ -717,36 +687,36 @@ parse_level(struct parser *ps, const struct key *k, char *value, size_t offset)
 	if (r < 0) {
 		int at = clip_error_get_offset(e);
 
-		r = key_error(ps, k, offset + (at > 0 ? (size_t)at : 0), -EINVAL, "%s",
+		r = ini_error(ps, k, offset + (at > 0 ? (size_t)at : 0), -EINVAL, "%s",
 			      clip_error_get_message(e));
 		clip_error_free(e);
 		return r;
 	}
-	clip_level_unref(ps->p->level);
-	ps->p->level = level;
+	clip_level_unref(pp(ps)->level);
+	pp(ps)->level = level;
 	return 0;
 }
 
 static int
-parse_one_path(struct parser *ps, const struct key *k, char *value, size_t offset, char **where)
+parse_one_path(struct ini *ps, const struct ini_key *k, char *value, size_t offset, char **where)
 {
 	if (!path_valid(value))
-		return key_error(
+		return ini_error(
 			ps, k, offset, -EINVAL,
 			"'%.40s' is not an absolute, normalised path without ':' or spaces", value);
 	return set_path(where, k->name, value, NULL);
 }
 
 static int
-parse_root(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_root(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
-	return parse_one_path(ps, k, value, offset, &ps->p->root);
+	return parse_one_path(ps, k, value, offset, &pp(ps)->root);
 }
 
 static int
-parse_data(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_data(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
-	return parse_one_path(ps, k, value, offset, &ps->p->data_dir);
+	return parse_one_path(ps, k, value, offset, &pp(ps)->data_dir);
 }
 
 /* Decimal without sign or leading zero, at most @max. */
@@ -771,38 +741,38 @@ parse_u64(const char *s, uint64_t max, uint64_t *ret, const char **end)
 }
 
 static int
-parse_uid_base(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_uid_base(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	const char *end;
 	uint64_t v;
 
 	if (parse_u64(value, UINT32_MAX, &v, &end) < 0 || *end || !uid_base_valid(v))
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(ps, k, offset, -EINVAL,
 				 "'%.40s' is not a non-zero multiple of %u below 2^32 - %u", value,
 				 CAGE_UID_RANGE, CAGE_UID_RANGE);
-	ps->p->uid_base = (uint32_t)v;
+	pp(ps)->uid_base = (uint32_t)v;
 	return 0;
 }
 
 static int
-parse_start_timeout(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_start_timeout(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	const char *end;
 	uint64_t v;
 
 	if (parse_u64(value, CAGE_START_TIMEOUT_MAX_S, &v, &end) < 0 || *end || v == 0)
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(ps, k, offset, -EINVAL,
 				 "'%.40s' is not a number of seconds from 1 to %u", value,
 				 CAGE_START_TIMEOUT_MAX_S);
-	ps->p->start_timeout_s = v == CAGE_START_TIMEOUT_S ? 0 : (unsigned)v;
+	pp(ps)->start_timeout_s = v == CAGE_START_TIMEOUT_S ? 0 : (unsigned)v;
 	return 0;
 }
 
 /* One word of a list-valued key: 0, -E2BIG (too many) or -EINVAL. */
-typedef int (*word_fn)(struct clip_cage_profile *p, const struct key *k, char *word);
+typedef int (*word_fn)(struct clip_cage_profile *p, const struct ini_key *k, char *word);
 
 static int
-parse_words(struct parser *ps, const struct key *k, char *value, size_t offset, size_t skip,
+parse_words(struct ini *ps, const struct ini_key *k, char *value, size_t offset, size_t skip,
 	    word_fn add, int max, const char *bad)
 {
 	char *s = value + skip, *w;
@@ -811,17 +781,17 @@ parse_words(struct parser *ps, const struct key *k, char *value, size_t offset, 
 	while ((w = next_word(&s))) {
 		size_t at = offset + (size_t)(w - value);
 
-		r = add(ps->p, k, w);
+		r = add(pp(ps), k, w);
 		if (r == -E2BIG)
-			return key_error(ps, k, at, r, "more than %d entries", max);
+			return ini_error(ps, k, at, r, "more than %d entries", max);
 		if (r < 0)
-			return key_error(ps, k, at, r, "'%.40s' %s", w, bad);
+			return ini_error(ps, k, at, r, "'%.40s' %s", w, bad);
 	}
 	return 0;
 }
 
 static int
-add_bind(struct clip_cage_profile *p, const struct key *k, char *word)
+add_bind(struct clip_cage_profile *p, const struct ini_key *k, char *word)
 {
 	char *colon = strchr(word, ':');
 
@@ -831,7 +801,7 @@ add_bind(struct clip_cage_profile *p, const struct key *k, char *word)
 }
 
 static int
-parse_binds(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_binds(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	return parse_words(ps, k, value, offset, 0, add_bind, CLIP_CAGE_BINDS_MAX,
 			   "is not SOURCE[:TARGET] with absolute, normalised paths, a target not "
@@ -839,44 +809,44 @@ parse_binds(struct parser *ps, const struct key *k, char *value, size_t offset)
 }
 
 static int
-add_tmpfs(struct clip_cage_profile *p, const struct key *k, char *word)
+add_tmpfs(struct clip_cage_profile *p, const struct ini_key *k, char *word)
 {
 	return mount_add(p, NULL, word, true, NULL);
 }
 
 static int
-parse_tmpfs(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_tmpfs(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	return parse_words(ps, k, value, offset, 0, add_tmpfs, CLIP_CAGE_BINDS_MAX,
 			   "is not a valid target");
 }
 
 static int
-parse_net_mode(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_net_mode(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	static const char *const modes[] = { "none", "loopback", "veth" };
 
 	for (size_t i = 0; i < ELEMENTSOF(modes); i++)
 		if (strcmp(value, modes[i]) == 0) {
-			ps->p->net_mode = (int)i;
+			pp(ps)->net_mode = (int)i;
 			return 0;
 		}
-	return key_error(ps, k, offset, -EINVAL, "'%.40s' is not none, loopback or veth", value);
+	return ini_error(ps, k, offset, -EINVAL, "'%.40s' is not none, loopback or veth", value);
 }
 
 static int
-parse_address(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_address(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
-	if (address_parse(value, &ps->p->addr_be, &ps->p->prefix) < 0)
-		return key_error(ps, k, offset, -EINVAL,
+	if (address_parse(value, &pp(ps)->addr_be, &pp(ps)->prefix) < 0)
+		return ini_error(ps, k, offset, -EINVAL,
 				 "'%.40s' is not an IPv4 address with a prefix of 8 to 30 bits",
 				 value);
-	ps->p->address = strdup(value);
-	return ps->p->address ? 0 : -ENOMEM;
+	pp(ps)->address = strdup(value);
+	return pp(ps)->address ? 0 : -ENOMEM;
 }
 
 static int
-parse_memory(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_memory(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	static const char units[] = "KMGT";
 	const char *end, *u;
@@ -893,235 +863,140 @@ parse_memory(struct parser *ps, const struct key *k, char *value, size_t offset)
 	}
 	if (v == 0 || v > UINT64_MAX / mult || v * mult < 4096 * 16)
 		goto bad;
-	ps->p->limits.memory_max = v * mult;
+	pp(ps)->limits.memory_max = v * mult;
 	return 0;
 bad:
-	return key_error(ps, k, offset, -EINVAL,
+	return ini_error(ps, k, offset, -EINVAL,
 			 "'%.40s' is not a size of at least 64K (bytes, or with K, M, G, T)",
 			 value);
 }
 
 static int
-parse_tasks(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_tasks(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	const char *end;
 	uint64_t v;
 
 	if (parse_u64(value, 4194304, &v, &end) < 0 || *end || v == 0)
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(ps, k, offset, -EINVAL,
 				 "'%.40s' is not a number from 1 to 4194304", value);
-	ps->p->limits.tasks_max = v;
+	pp(ps)->limits.tasks_max = v;
 	return 0;
 }
 
 static int
-parse_cpu(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_cpu(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	const char *end;
 	uint64_t v;
 
 	if (parse_u64(value, CPU_QUOTA_MAX, &v, &end) < 0 || strcmp(end, "%") != 0 || v == 0)
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(ps, k, offset, -EINVAL,
 				 "'%.40s' is not a percentage from 1%% to %d%%", value,
 				 CPU_QUOTA_MAX);
-	ps->p->limits.cpu_quota_percent = (uint32_t)v;
+	pp(ps)->limits.cpu_quota_percent = (uint32_t)v;
 	return 0;
 }
 
 static int
-add_cap(struct clip_cage_profile *p, const struct key *k, char *word)
+add_cap(struct clip_cage_profile *p, const struct ini_key *k, char *word)
 {
 	return clip_cage_profile_add_capability(p, word, NULL);
 }
 
 static int
-parse_caps(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_caps(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	return parse_words(ps, k, value, offset, 0, add_cap, CAP_MAX + 1, "is not a capability");
 }
 
 static int
-add_syscall(struct clip_cage_profile *p, const struct key *k, char *word)
+add_syscall(struct clip_cage_profile *p, const struct ini_key *k, char *word)
 {
 	return clip_cage_profile_add_syscall_deny(p, word, NULL);
 }
 
 static int
-parse_syscalls(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_syscalls(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	if (value[0] != '~')
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(ps, k, offset, -EINVAL,
 				 "only additions to the deny-list are supported: write ~NAME...");
 	return parse_words(ps, k, value, offset, 1, add_syscall, CLIP_CAGE_SYSCALLS_MAX,
 			   "is not a system call of this architecture");
 }
 
 static int
-parse_yes_no(struct parser *ps, const struct key *k, char *value, size_t offset, bool *where)
+parse_yes_no(struct ini *ps, const struct ini_key *k, char *value, size_t offset, bool *where)
 {
 	if (strcmp(value, "yes") == 0)
 		*where = true;
 	else if (strcmp(value, "no") == 0)
 		*where = false;
 	else
-		return key_error(ps, k, offset, -EINVAL, "'%.40s' is not yes or no", value);
+		return ini_error(ps, k, offset, -EINVAL, "'%.40s' is not yes or no", value);
 	return 0;
 }
 
 static int
-parse_wx(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_wx(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
-	return parse_yes_no(ps, k, value, offset, &ps->p->wx);
+	return parse_yes_no(ps, k, value, offset, &pp(ps)->wx);
 }
 
 static int
-parse_measure(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_measure(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
-	return parse_yes_no(ps, k, value, offset, &ps->p->measure);
+	return parse_yes_no(ps, k, value, offset, &pp(ps)->measure);
 }
 
-static const struct key keys[] = {
-	{ SECTION_CAGE, "Name", parse_name },
-	{ SECTION_CAGE, "Level", parse_level },
-	{ SECTION_CAGE, "Root", parse_root },
-	{ SECTION_CAGE, "DataDirectory", parse_data },
-	{ SECTION_CAGE, "UidBase", parse_uid_base },
-	{ SECTION_CAGE, "StartTimeoutSec", parse_start_timeout },
-	{ SECTION_FILES, "BindReadOnly", parse_binds },
-	{ SECTION_FILES, "Bind", parse_binds },
-	{ SECTION_FILES, "TemporaryFileSystem", parse_tmpfs },
-	{ SECTION_NETWORK, "Mode", parse_net_mode },
-	{ SECTION_NETWORK, "Address", parse_address },
-	{ SECTION_LIMITS, "MemoryMax", parse_memory },
-	{ SECTION_LIMITS, "TasksMax", parse_tasks },
-	{ SECTION_LIMITS, "CPUQuota", parse_cpu },
-	{ SECTION_SECURITY, "Capability", parse_caps },
-	{ SECTION_SECURITY, "SystemCallFilter", parse_syscalls },
-	{ SECTION_SECURITY, "WriteXorExecute", parse_wx },
-	{ SECTION_SECURITY, "Measure", parse_measure },
+static const struct ini_key keys[] = {
+	{ SECTION_CAGE, "Name", parse_name, false },
+	{ SECTION_CAGE, "Level", parse_level, false },
+	{ SECTION_CAGE, "Root", parse_root, false },
+	{ SECTION_CAGE, "DataDirectory", parse_data, false },
+	{ SECTION_CAGE, "UidBase", parse_uid_base, false },
+	{ SECTION_CAGE, "StartTimeoutSec", parse_start_timeout, false },
+	{ SECTION_FILES, "BindReadOnly", parse_binds, false },
+	{ SECTION_FILES, "Bind", parse_binds, false },
+	{ SECTION_FILES, "TemporaryFileSystem", parse_tmpfs, false },
+	{ SECTION_NETWORK, "Mode", parse_net_mode, false },
+	{ SECTION_NETWORK, "Address", parse_address, false },
+	{ SECTION_LIMITS, "MemoryMax", parse_memory, false },
+	{ SECTION_LIMITS, "TasksMax", parse_tasks, false },
+	{ SECTION_LIMITS, "CPUQuota", parse_cpu, false },
+	{ SECTION_SECURITY, "Capability", parse_caps, false },
+	{ SECTION_SECURITY, "SystemCallFilter", parse_syscalls, false },
+	{ SECTION_SECURITY, "WriteXorExecute", parse_wx, false },
+	{ SECTION_SECURITY, "Measure", parse_measure, false },
 };
-
-static void
-trim(char **s, size_t *n)
-{
-	while (*n && (**s == ' ' || **s == '\t')) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
-		(*n)--;
-	(*s)[*n] = '\0';
-}
-
-static int
-parse_section(struct parser *ps, char *line, size_t n, size_t offset)
-{
-	if (n < 3 || line[n - 1] != ']')
-		return key_error(ps, NULL, offset, -EINVAL, "a section header is '[Name]'");
-	line[n - 1] = '\0';
-	for (int i = 0; i < _SECTION_MAX; i++)
-		if (strcmp(line + 1, section_names[i]) == 0) {
-			if (ps->section_seen[i])
-				return key_error(ps, NULL, offset, -EINVAL,
-						 "section [%s] given twice", section_names[i]);
-			ps->section_seen[i] = true;
-			ps->section = i;
-			return 0;
-		}
-	return key_error(ps, NULL, offset, -EINVAL,
-			 "unknown section [%.40s] (Cage, Files, Network, Limits, Security)",
-			 line + 1);
-}
-
-static int
-parse_assignment(struct parser *ps, char *line, size_t n, size_t offset, bool *seen)
-{
-	char *eq = memchr(line, '=', n), *key = line, *value;
-	size_t kn, vn;
-
-	if (!eq)
-		return key_error(ps, NULL, offset, -EINVAL,
-				 "expected '[Section]', 'Key=Value' or a comment");
-	if (ps->section < 0)
-		return key_error(ps, NULL, offset, -EINVAL, "a key before any section");
-	kn = (size_t)(eq - line);
-	value = eq + 1;
-	vn = n - kn - 1;
-	trim(&key, &kn);
-	trim(&value, &vn);
-	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-		const struct key *k = &keys[i];
-		size_t voffset = offset + (size_t)(value - line);
-
-		if ((int)k->section != ps->section || strcmp(k->name, key) != 0)
-			continue;
-		if (seen[i])
-			return key_error(ps, k, offset, -EINVAL, "given twice");
-		seen[i] = true;
-		if (vn == 0)
-			return key_error(ps, k, voffset, -EINVAL, "empty value");
-		return k->parse(ps, k, value, voffset);
-	}
-	return key_error(ps, NULL, offset, -EINVAL, "[%s] has no key '%.40s'",
-			 section_names[ps->section], key);
-}
 
 static int
 profile_parse(struct clip_cage_profile **ret, const char *filename, const char *untrusted_data,
 	      size_t size, struct clip_error **reterr)
 {
 	_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
-	bool seen[ELEMENTSOF(keys)] = { false };
-	struct parser ps = {
+	struct ini ps = {
 		.filename = filename ? filename : "profile",
-		.data = untrusted_data,
-		.size = size,
-		.section = -1,
+		.what = "profiles",
+		.sections = section_names,
+		.n_sections = _SECTION_MAX,
+		.keys = keys,
+		.n_keys = ELEMENTSOF(keys),
 		.reterr = reterr,
 	};
-	char line[LINE_MAX_BYTES + 1];
-	size_t pos = 0;
 	int r;
 
 	if (size > CLIP_CAGE_PROFILE_SIZE_MAX)
 		return error_setf(reterr, -E2BIG, CLIP_CAGE_PROFILE_SIZE_MAX,
 				  "%s: longer than %d bytes", ps.filename,
 				  CLIP_CAGE_PROFILE_SIZE_MAX);
-	p = ps.p = profile_alloc();
+	p = ps.userdata = profile_alloc();
 	if (!p)
 		return -ENOMEM;
-
-	while (pos < size) {
-		const char *nl = memchr(untrusted_data + pos, '\n', size - pos);
-		size_t n = nl ? (size_t)(nl - (untrusted_data + pos)) : size - pos;
-		char *s = line;
-
-		ps.line++;
-		if (n > LINE_MAX_BYTES)
-			return key_error(&ps, NULL, pos + LINE_MAX_BYTES, -EINVAL,
-					 "line longer than %d bytes", LINE_MAX_BYTES);
-		memcpy(line, untrusted_data + pos, n);
-		line[n] = '\0';
-		for (size_t i = 0; i < n; i++)
-			if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
-				return key_error(&ps, NULL, pos + i, -EINVAL,
-						 "control character 0x%02x",
-						 (unsigned char)line[i]);
-			else if ((unsigned char)line[i] >= 0x7f)
-				return key_error(&ps, NULL, pos + i, -EINVAL,
-						 "byte 0x%02x: profiles are ASCII",
-						 (unsigned char)line[i]);
-		trim(&s, &n);
-		if (n == 0 || s[0] == '#' || s[0] == ';')
-			r = 0;
-		else if (s[0] == '[')
-			r = parse_section(&ps, s, n, pos + (size_t)(s - line));
-		else
-			r = parse_assignment(&ps, s, n, pos + (size_t)(s - line), seen);
-		if (r < 0)
-			return r;
-		pos = nl ? (size_t)(nl - untrusted_data) + 1 : size;
-	}
+	r = ini_parse(&ps, untrusted_data, size);
+	if (r < 0)
+		return r;
 	if (!p->name)
 		return error_setf(reterr, -EINVAL, (int)size, "%s: no Name= in [Cage]",
 				  ps.filename);
@@ -1152,26 +1027,15 @@ profile_load(struct clip_cage_profile **ret, int fd, const char *filename,
 	_cleanup_free_ char *buf = NULL;
 	struct stat st;
 	size_t n = 0;
+	int r;
 
 	if (fstat(fd, &st) < 0)
 		return error_set_errno(reterr, -errno, "%s: fd %d", filename, fd);
 	if (!S_ISREG(st.st_mode))
 		return error_set(reterr, -EMEDIUMTYPE, "%s: not a regular file", filename);
-	buf = malloc(CLIP_CAGE_PROFILE_SIZE_MAX + 1);
-	if (!buf)
-		return -ENOMEM;
-	/* One byte more than allowed, so that the parser sees a file too long. */
-	while (n <= CLIP_CAGE_PROFILE_SIZE_MAX) {
-		ssize_t k = read(fd, buf + n, CLIP_CAGE_PROFILE_SIZE_MAX + 1 - n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return error_set_errno(reterr, -EIO, "%s: cannot read", filename);
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
+	r = ini_read_fd(fd, CLIP_CAGE_PROFILE_SIZE_MAX, filename, &buf, &n, reterr);
+	if (r < 0)
+		return r;
 	return profile_parse(ret, filename, buf, n, reterr);
 }
 

@@ -25,11 +25,11 @@
 
 #include "base/ctx-internal.h"
 #include "base/error.h"
+#include "base/ini.h"
 #include "base/macro.h"
 #include "base/util.h"
 #include "session-internal.h"
 
-#define LINE_MAX_BYTES 4096
 #define CONFIRM_TIMEOUT_MAX_S 3600
 
 enum section {
@@ -70,13 +70,9 @@ struct file_rule {
 };
 
 struct parser {
-	const char *filename;
+	struct ini ini; /* first: the callbacks' struct ini * is the parser */
 	int dirfd;
 	const char *dir; /* the absolute path of dirfd, or NULL when unknown */
-	unsigned line;
-	int section;
-	bool section_seen[_SECTION_MAX];
-	bool seen[16]; /* the keys of the current section */
 
 	char *name;
 	char *state_dir;
@@ -85,33 +81,12 @@ struct parser {
 	struct file_rule *rules;
 	size_t n_rules;
 	uint32_t confirm_timeout_ms;
-	struct clip_error **reterr;
 };
 
-struct key {
-	enum section section;
-	const char *name;
-	int (*parse)(struct parser *ps, const struct key *k, char *value, size_t offset);
-};
-
-/* "FILE:LINE: [Section] Key: message", the offset at the culprit. */
-static int _printf_(5, 6) key_error(struct parser *ps, const struct key *k, size_t offset,
-				    int error, const char *format, ...)
+static struct parser *
+parser_of(struct ini *ini)
 {
-	_cleanup_free_ char *text = NULL;
-	va_list ap;
-	int n;
-
-	va_start(ap, format);
-	n = vasprintf(&text, format, ap);
-	va_end(ap);
-	if (n < 0)
-		return -ENOMEM;
-	if (k)
-		return error_setf(ps->reterr, error, (int)offset, "%s:%u: [%s] %s: %s",
-				  ps->filename, ps->line, section_names[k->section], k->name, text);
-	return error_setf(ps->reterr, error, (int)offset, "%s:%u: %s", ps->filename, ps->line,
-			  text);
+	return (struct parser *)ini;
 }
 
 static struct file_cage *
@@ -121,17 +96,19 @@ cage_current(struct parser *ps)
 }
 
 static int
-name_error(struct parser *ps, const struct key *k, const char *value, size_t offset)
+name_error(struct parser *ps, const struct ini_key *k, const char *value, size_t offset)
 {
-	return key_error(ps, k, offset, -EINVAL,
+	return ini_error(&ps->ini, k, offset, -EINVAL,
 			 "'%.40s' is not a name (1 to %d of a-z 0-9 _ -, starting with a letter "
 			 "or a digit)",
 			 value, CLIP_SESSION_NAME_MAX);
 }
 
 static int
-parse_session_name(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_session_name(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
+
 	if (!session_name_valid(value))
 		return name_error(ps, k, value, offset);
 	ps->name = strdup(value);
@@ -144,7 +121,7 @@ parse_session_name(struct parser *ps, const struct key *k, char *value, size_t o
  * (path_fault()).
  */
 static int
-parse_path(struct parser *ps, const struct key *k, char *value, size_t offset, bool relative,
+parse_path(struct parser *ps, const struct ini_key *k, char *value, size_t offset, bool relative,
 	   char **ret)
 {
 	_cleanup_free_ char *path = NULL;
@@ -153,7 +130,7 @@ parse_path(struct parser *ps, const struct key *k, char *value, size_t offset, b
 	if (value[0] == '/' || !relative)
 		path = strdup(value);
 	else if (!ps->dir)
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(&ps->ini, k, offset, -EINVAL,
 				 "'%.40s' is relative, and the directory it would be relative to "
 				 "has no known path (/proc is not mounted)",
 				 value);
@@ -163,7 +140,7 @@ parse_path(struct parser *ps, const struct key *k, char *value, size_t offset, b
 		return -ENOMEM;
 	fault = path_fault(path);
 	if (fault)
-		return key_error(ps, k, offset, -EINVAL, "'%.40s' %s%s", value,
+		return ini_error(&ps->ini, k, offset, -EINVAL, "'%.40s' %s%s", value,
 				 value[0] == '/' ? "" : "once relative to the file's directory ",
 				 fault);
 	*ret = steal_ptr(path);
@@ -171,14 +148,17 @@ parse_path(struct parser *ps, const struct key *k, char *value, size_t offset, b
 }
 
 static int
-parse_state_dir(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_state_dir(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
+
 	return parse_path(ps, k, value, offset, false, &ps->state_dir);
 }
 
 static int
-parse_cage_name(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_cage_name(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
 	struct file_cage *c = cage_current(ps);
 
 	if (!session_name_valid(value))
@@ -188,8 +168,9 @@ parse_cage_name(struct parser *ps, const struct key *k, char *value, size_t offs
 }
 
 static int
-parse_level(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_level(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
 	struct clip_error *e = NULL;
 	int r;
 
@@ -197,7 +178,7 @@ parse_level(struct parser *ps, const struct key *k, char *value, size_t offset)
 	if (r < 0 && r != -ENOMEM) {
 		int at = clip_error_get_offset(e);
 
-		r = key_error(ps, k, offset + (at > 0 ? (size_t)at : 0), -EINVAL, "%s",
+		r = ini_error(&ps->ini, k, offset + (at > 0 ? (size_t)at : 0), -EINVAL, "%s",
 			      clip_error_get_message(e));
 	}
 	clip_error_free(e);
@@ -205,8 +186,9 @@ parse_level(struct parser *ps, const struct key *k, char *value, size_t offset)
 }
 
 static int
-parse_profile(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_profile(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
 	struct file_cage *c = cage_current(ps);
 	struct clip_error *e = NULL;
 	_cleanup_close_ int fd = -1;
@@ -222,46 +204,52 @@ parse_profile(struct parser *ps, const struct key *k, char *value, size_t offset
 	else
 		r = fd;
 	if (r == -ENOENT && !e)
-		r = key_error(ps, k, offset, r, "'%.40s': no such file", value);
+		r = ini_error(&ps->ini, k, offset, r, "'%.40s': no such file", value);
 	else if (r == -ENOMEM)
 		;
 	else if (r < 0)
-		r = key_error(ps, k, offset, r == -EACCES ? r : -EINVAL, "%s",
+		r = ini_error(&ps->ini, k, offset, r == -EACCES ? r : -EINVAL, "%s",
 			      clip_error_get_message(e));
 	clip_error_free(e);
 	return r;
 }
 
 static int
-parse_data_dir(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_data_dir(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
+
 	return parse_path(ps, k, value, offset, true, &cage_current(ps)->data_dir);
 }
 
 static int
-parse_restart(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_restart(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
+
 	for (size_t i = 0; i < ELEMENTSOF(restart_names); i++)
 		if (strcmp(value, restart_names[i]) == 0) {
 			cage_current(ps)->restart = (int)i;
 			return 0;
 		}
-	return key_error(ps, k, offset, -EINVAL, "'%.40s' is not no, on-failure or always", value);
+	return ini_error(&ps->ini, k, offset, -EINVAL, "'%.40s' is not no, on-failure or always",
+			 value);
 }
 
 static int
-parse_rule(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_rule(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
 	struct file_rule *rules;
 
 	if (value[0] == '#')
-		return key_error(ps, k, offset, -EINVAL,
+		return ini_error(&ps->ini, k, offset, -EINVAL,
 				 "a rule is SOURCE TARGET ACTION [option=value...], not a comment");
 	rules = reallocarray(ps->rules, ps->n_rules + 1, sizeof(*rules));
 	if (!rules)
 		return -ENOMEM;
 	ps->rules = rules;
-	rules[ps->n_rules] = (struct file_rule){ ps->line, offset, strdup(value) };
+	rules[ps->n_rules] = (struct file_rule){ ps->ini.line, offset, strdup(value) };
 	if (!rules[ps->n_rules].text)
 		return -ENOMEM;
 	ps->n_rules++;
@@ -269,8 +257,9 @@ parse_rule(struct parser *ps, const struct key *k, char *value, size_t offset)
 }
 
 static int
-parse_confirm_timeout(struct parser *ps, const struct key *k, char *value, size_t offset)
+parse_confirm_timeout(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
+	struct parser *ps = parser_of(ini);
 	unsigned v = 0;
 
 	for (const char *c = value; *c; c++) {
@@ -283,40 +272,23 @@ parse_confirm_timeout(struct parser *ps, const struct key *k, char *value, size_
 	ps->confirm_timeout_ms = v * 1000u;
 	return 0;
 bad:
-	return key_error(ps, k, offset, -EINVAL, "'%.40s' is not a number of seconds from 1 to %d",
-			 value, CONFIRM_TIMEOUT_MAX_S);
+	return ini_error(&ps->ini, k, offset, -EINVAL,
+			 "'%.40s' is not a number of seconds from 1 to %d", value,
+			 CONFIRM_TIMEOUT_MAX_S);
 }
 
-/* In the formatter's order. At most ELEMENTSOF(parser.seen) per section. */
-static const struct key keys[] = {
-	{ SECTION_SESSION, "Name", parse_session_name },
-	{ SECTION_SESSION, "StateDirectory", parse_state_dir },
-	{ SECTION_CAGE, "Name", parse_cage_name },
-	{ SECTION_CAGE, "Level", parse_level },
-	{ SECTION_CAGE, "Profile", parse_profile },
-	{ SECTION_CAGE, "DataDirectory", parse_data_dir },
-	{ SECTION_CAGE, "Restart", parse_restart },
-	{ SECTION_TRANSFER, "ConfirmTimeoutSec", parse_confirm_timeout },
-	{ SECTION_TRANSFER, "Rule", parse_rule },
+/* In the formatter's order. */
+static const struct ini_key keys[] = {
+	{ SECTION_SESSION, "Name", parse_session_name, false },
+	{ SECTION_SESSION, "StateDirectory", parse_state_dir, false },
+	{ SECTION_CAGE, "Name", parse_cage_name, false },
+	{ SECTION_CAGE, "Level", parse_level, false },
+	{ SECTION_CAGE, "Profile", parse_profile, false },
+	{ SECTION_CAGE, "DataDirectory", parse_data_dir, false },
+	{ SECTION_CAGE, "Restart", parse_restart, false },
+	{ SECTION_TRANSFER, "ConfirmTimeoutSec", parse_confirm_timeout, false },
+	{ SECTION_TRANSFER, "Rule", parse_rule, true },
 };
-
-static bool
-key_repeatable(const struct key *k)
-{
-	return k->parse == parse_rule;
-}
-
-static void
-trim(char **s, size_t *n)
-{
-	while (*n && (**s == ' ' || **s == '\t')) {
-		(*s)++;
-		(*n)--;
-	}
-	while (*n && ((*s)[*n - 1] == ' ' || (*s)[*n - 1] == '\t'))
-		(*n)--;
-	(*s)[*n] = '\0';
-}
 
 /* The end of a [Cage]: what it must have. */
 static int
@@ -325,90 +297,36 @@ cage_end(struct parser *ps)
 	static const char *const required[] = { "Name", "Level", "DataDirectory" };
 	const struct file_cage *c;
 
-	if (ps->section != SECTION_CAGE)
+	if (ps->ini.section != SECTION_CAGE)
 		return 0;
 	c = cage_current(ps);
 	for (size_t i = 0; i < ELEMENTSOF(required); i++)
 		if ((i == 0 && !c->name) || (i == 1 && !c->level) || (i == 2 && !c->data_dir))
-			return error_setf(ps->reterr, -EINVAL, (int)c->offset,
-					  "%s:%u: [Cage] has no %s=", ps->filename, c->line,
+			return error_setf(ps->ini.reterr, -EINVAL, (int)c->offset,
+					  "%s:%u: [Cage] has no %s=", ps->ini.filename, c->line,
 					  required[i]);
 	for (size_t i = 0; i + 1 < ps->n_cages; i++)
 		if (strcmp(ps->cages[i].name, c->name) == 0)
-			return error_setf(ps->reterr, -EINVAL, (int)c->offset,
+			return error_setf(ps->ini.reterr, -EINVAL, (int)c->offset,
 					  "%s:%u: [Cage] '%s' is also the cage of line %u",
-					  ps->filename, c->line, c->name, ps->cages[i].line);
+					  ps->ini.filename, c->line, c->name, ps->cages[i].line);
 	return 0;
 }
 
+/* A section header: the [Cage] before it ends, a new one starts. */
 static int
-parse_section(struct parser *ps, char *line, size_t n, size_t offset)
+section_start(struct ini *ini, int section, size_t offset)
 {
-	int r;
+	struct parser *ps = parser_of(ini);
+	int r = cage_end(ps);
 
-	if (n < 3 || line[n - 1] != ']')
-		return key_error(ps, NULL, offset, -EINVAL, "a section header is '[Name]'");
-	line[n - 1] = '\0';
-	for (int i = 0; i < _SECTION_MAX; i++) {
-		if (strcmp(line + 1, section_names[i]) != 0)
-			continue;
-		if (ps->section_seen[i] && i != SECTION_CAGE)
-			return key_error(ps, NULL, offset, -EINVAL, "section [%s] given twice",
-					 section_names[i]);
-		r = cage_end(ps);
-		if (r < 0)
-			return r;
-		if (i == SECTION_CAGE) {
-			if (ps->n_cages == CLIP_SESSION_CAGES_MAX)
-				return key_error(ps, NULL, offset, -E2BIG, "more than %d [Cage]",
-						 CLIP_SESSION_CAGES_MAX);
-			ps->cages[ps->n_cages++] =
-				(struct file_cage){ .line = ps->line, .offset = offset };
-		}
-		ps->section_seen[i] = true;
-		ps->section = i;
-		memset(ps->seen, 0, sizeof(ps->seen));
-		return 0;
-	}
-	return key_error(ps, NULL, offset, -EINVAL,
-			 "unknown section [%.40s] (Session, Cage, Transfer)", line + 1);
-}
-
-static int
-parse_assignment(struct parser *ps, char *line, size_t n, size_t offset)
-{
-	char *eq = memchr(line, '=', n), *key = line, *value;
-	size_t kn, vn, nth = 0;
-
-	if (!eq)
-		return key_error(ps, NULL, offset, -EINVAL,
-				 "expected '[Section]', 'Key=Value' or a comment");
-	if (ps->section < 0)
-		return key_error(ps, NULL, offset, -EINVAL, "a key before any section");
-	kn = (size_t)(eq - line);
-	value = eq + 1;
-	vn = n - kn - 1;
-	trim(&key, &kn);
-	trim(&value, &vn);
-	for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
-		const struct key *k = &keys[i];
-		size_t voffset = offset + (size_t)(value - line);
-
-		if ((int)k->section != ps->section)
-			continue;
-		if (strcmp(k->name, key) != 0) {
-			nth++;
-			continue;
-		}
-		if (ps->seen[nth] && !key_repeatable(k))
-			return key_error(ps, k, offset, -EINVAL, "given twice");
-		ps->seen[nth] = true;
-		if (vn == 0)
-			return key_error(ps, k, voffset, -EINVAL, "empty value");
-		return k->parse(ps, k, value, voffset);
-	}
-	return key_error(ps, NULL, offset, -EINVAL, "[%s] has no key '%.40s'",
-			 section_names[ps->section], key);
+	if (r < 0 || section != SECTION_CAGE)
+		return r;
+	if (ps->n_cages == CLIP_SESSION_CAGES_MAX)
+		return ini_error(ini, NULL, offset, -E2BIG, "more than %d [Cage]",
+				 CLIP_SESSION_CAGES_MAX);
+	ps->cages[ps->n_cages++] = (struct file_cage){ .line = ini->line, .offset = offset };
+	return 0;
 }
 
 static void
@@ -465,15 +383,15 @@ rules_policy(struct parser *ps, struct clip_policy **ret)
 		free(starts);
 		return -ENOMEM;
 	}
-	r = clip_policy_parse(ret, text, size, ps->filename, &e);
+	r = clip_policy_parse(ret, text, size, ps->ini.filename, &e);
 	if (r < 0 && r != -ENOMEM) {
 		int off = clip_error_get_offset(e);
 		const char *m = clip_error_get_message(e), *what = m;
 		size_t k = 0;
 
 		/* "FILE:LINE:COLUMN: what": past the file name and two numbers. */
-		if (strncmp(m, ps->filename, strlen(ps->filename)) == 0) {
-			what = m + strlen(ps->filename);
+		if (strncmp(m, ps->ini.filename, strlen(ps->ini.filename)) == 0) {
+			what = m + strlen(ps->ini.filename);
 			for (int colons = 0; *what && colons < 3; what++)
 				colons += *what == ':';
 			what += *what == ' ';
@@ -484,8 +402,8 @@ rules_policy(struct parser *ps, struct clip_policy **ret)
 		     (off >= 0 && (size_t)off >= starts[k] ? (size_t)off - starts[k] : 0);
 		if (at > ps->rules[k].offset + strlen(ps->rules[k].text))
 			at = ps->rules[k].offset;
-		ps->line = ps->rules[k].line;
-		r = key_error(ps, &keys[ELEMENTSOF(keys) - 1], at, r, "%s", what);
+		ps->ini.line = ps->rules[k].line;
+		r = ini_error(&ps->ini, &keys[ELEMENTSOF(keys) - 1], at, r, "%s", what);
 	}
 	clip_error_free(e);
 	free(starts);
@@ -502,15 +420,16 @@ session_build(struct parser *ps, struct clip_session **ret, struct clip_ctx *ctx
 	int r;
 
 	if (!ps->name)
-		return error_setf(ps->reterr, -EINVAL, (int)size,
-				  "%s: no [Session] with Name=", ps->filename);
+		return error_setf(ps->ini.reterr, -EINVAL, (int)size,
+				  "%s: no [Session] with Name=", ps->ini.filename);
 	if (ps->n_cages == 0)
-		return error_setf(ps->reterr, -EINVAL, (int)size, "%s: no [Cage]", ps->filename);
+		return error_setf(ps->ini.reterr, -EINVAL, (int)size, "%s: no [Cage]",
+				  ps->ini.filename);
 	r = clip_session_new(&s, ctx, ps->name, &e);
 	if (r >= 0 && ps->state_dir)
 		r = clip_session_set_state_dir(s, ps->state_dir, &e);
 	if (r < 0 && r != -ENOMEM)
-		r = error_set(ps->reterr, r, "%s: [Session] %s", ps->filename,
+		r = error_set(ps->ini.reterr, r, "%s: [Session] %s", ps->ini.filename,
 			      clip_error_get_message(e));
 	clip_error_free(e);
 	for (size_t i = 0; r >= 0 && i < ps->n_cages; i++) {
@@ -527,8 +446,8 @@ session_build(struct parser *ps, struct clip_session **ret, struct clip_ctx *ctx
 		e = NULL;
 		r = clip_session_add_cage(s, &in, &e);
 		if (r < 0 && r != -ENOMEM)
-			r = error_setf(ps->reterr, r, (int)c->offset, "%s:%u: [Cage] %s",
-				       ps->filename, c->line, clip_error_get_message(e));
+			r = error_setf(ps->ini.reterr, r, (int)c->offset, "%s:%u: [Cage] %s",
+				       ps->ini.filename, c->line, clip_error_get_message(e));
 		clip_error_free(e);
 		if (r >= 0 && c->profile_path) {
 			struct session_cage *sc = session_find_cage(s, c->name);
@@ -554,13 +473,13 @@ session_build(struct parser *ps, struct clip_session **ret, struct clip_ctx *ctx
 		r = clip_session_check(s, &e);
 		/* The policy's messages start with the file's name already. */
 		if (r < 0 && r != -ENOMEM)
-			r = error_set(ps->reterr, r, "%s%s%s",
-				      strncmp(clip_error_get_message(e), ps->filename,
-					      strlen(ps->filename)) == 0
+			r = error_set(ps->ini.reterr, r, "%s%s%s",
+				      strncmp(clip_error_get_message(e), ps->ini.filename,
+					      strlen(ps->ini.filename)) == 0
 					      ? ""
-					      : ps->filename,
-				      strncmp(clip_error_get_message(e), ps->filename,
-					      strlen(ps->filename)) == 0
+					      : ps->ini.filename,
+				      strncmp(clip_error_get_message(e), ps->ini.filename,
+					      strlen(ps->ini.filename)) == 0
 					      ? ""
 					      : ": ",
 				      clip_error_get_message(e));
@@ -578,51 +497,26 @@ session_parse(struct clip_session **ret, struct clip_ctx *ctx, int dirfd, const 
 	      struct clip_error **reterr)
 {
 	struct parser ps = {
-		.filename = filename ? filename : "session",
+		.ini = {
+			.filename = filename ? filename : "session",
+			.what = "session files",
+			.sections = section_names,
+			.n_sections = _SECTION_MAX,
+			.repeatable_sections = 1u << SECTION_CAGE,
+			.keys = keys,
+			.n_keys = ELEMENTSOF(keys),
+			.section_start = section_start,
+			.reterr = reterr,
+		},
 		.dirfd = dirfd,
 		.dir = dir,
-		.section = -1,
-		.reterr = reterr,
 	};
-	char line[LINE_MAX_BYTES + 1];
-	size_t pos = 0;
-	int r = 0;
+	int r;
 
 	if (size > CLIP_SESSION_SIZE_MAX)
 		return error_setf(reterr, -E2BIG, CLIP_SESSION_SIZE_MAX, "%s: longer than %d bytes",
-				  ps.filename, CLIP_SESSION_SIZE_MAX);
-	while (pos < size && r >= 0) {
-		const char *nl = memchr(untrusted_data + pos, '\n', size - pos);
-		size_t n = nl ? (size_t)(nl - (untrusted_data + pos)) : size - pos;
-		char *s = line;
-
-		ps.line++;
-		if (n > LINE_MAX_BYTES) {
-			r = key_error(&ps, NULL, pos + LINE_MAX_BYTES, -EINVAL,
-				      "line longer than %d bytes", LINE_MAX_BYTES);
-			break;
-		}
-		memcpy(line, untrusted_data + pos, n);
-		line[n] = '\0';
-		for (size_t i = 0; i < n && r >= 0; i++)
-			if ((unsigned char)line[i] < 0x20 && line[i] != '\t')
-				r = key_error(&ps, NULL, pos + i, -EINVAL,
-					      "control character 0x%02x", (unsigned char)line[i]);
-			else if ((unsigned char)line[i] >= 0x7f)
-				r = key_error(&ps, NULL, pos + i, -EINVAL,
-					      "byte 0x%02x: session files are ASCII",
-					      (unsigned char)line[i]);
-		if (r < 0)
-			break;
-		trim(&s, &n);
-		if (n == 0 || s[0] == '#' || s[0] == ';')
-			r = 0;
-		else if (s[0] == '[')
-			r = parse_section(&ps, s, n, pos + (size_t)(s - line));
-		else
-			r = parse_assignment(&ps, s, n, pos + (size_t)(s - line));
-		pos = nl ? (size_t)(nl - untrusted_data) + 1 : size;
-	}
+				  ps.ini.filename, CLIP_SESSION_SIZE_MAX);
+	r = ini_parse(&ps.ini, untrusted_data, size);
 	if (r >= 0)
 		r = cage_end(&ps);
 	if (r >= 0)
@@ -688,6 +582,7 @@ session_load(struct clip_session **ret, struct clip_ctx *ctx, const char *path,
 	const char *slash;
 	struct stat st;
 	size_t n = 0;
+	int r;
 
 	if (!copy)
 		return -ENOMEM;
@@ -709,21 +604,9 @@ session_load(struct clip_session **ret, struct clip_ctx *ctx, const char *path,
 	if (dirfd < 0)
 		return error_set_errno(reterr, -errno, "cannot open the directory of %.200s", path);
 	dir = dir_path(dirfd);
-	buf = malloc(CLIP_SESSION_SIZE_MAX + 1);
-	if (!buf)
-		return -ENOMEM;
-	/* One byte more than allowed, so that the parser sees a file too long. */
-	while (n <= CLIP_SESSION_SIZE_MAX) {
-		ssize_t k = read(fd, buf + n, CLIP_SESSION_SIZE_MAX + 1 - n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return error_set_errno(reterr, -EIO, "%.200s: cannot read", path);
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
+	r = ini_read_fd(fd, CLIP_SESSION_SIZE_MAX, path, &buf, &n, reterr);
+	if (r < 0)
+		return r;
 	return session_parse(ret, ctx, dirfd, dir, path, buf, n, reterr);
 }
 
