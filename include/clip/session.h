@@ -94,12 +94,15 @@ int clip_session_new(struct clip_session **ret, struct clip_ctx *ctx, const char
  * line that is not "[Section]", "Key=Value", a comment or blank is an
  * error whose message names @filename, the line and the key, and whose
  * offset (clip_error_get_offset()) is the offending byte. The profiles it
- * names (Profile=) are read from @dirfd when relative, and parsed with
+ * names (Profile=) are read from @dirfd when relative (a symbolic link as
+ * the last component is refused), and parsed with
  * clip_cage_profile_load(); the wiring is checked as by
- * clip_session_check().
+ * clip_session_check(). Relative Profile= and DataDirectory= paths are
+ * kept absolute, joined to @dirfd's path as /proc/self/fd tells it
+ * (without /proc, a relative path is refused).
  *
- * @param dirfd the directory relative Profile= paths resolve against (the
- *	  session file's own), or AT_FDCWD
+ * @param dirfd the directory relative Profile= and DataDirectory= paths
+ *	  resolve against (the session file's own), or AT_FDCWD
  * @param filename used in messages only (NULL: "session")
  * @param data the text, not necessarily NUL-terminated
  * @param size its length, at most CLIP_SESSION_SIZE_MAX

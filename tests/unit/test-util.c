@@ -601,3 +601,23 @@ Test(state_dir_walk, a_relative_path_is_refused)
 			 "state directory var/lib/clip is not an absolute path");
 	clip_error_free(err);
 }
+
+Test(util, paths_are_absolute_normalised_and_beneath_by_component)
+{
+	static const char *const bad[] = { "",      "relative", "/a/",  "/a//b", "/a/./b",
+					   "/a/..", "/a b",     "/a:b", "/a\\b", "/\x01" };
+
+	cr_assert_null(path_fault("/"));
+	cr_assert_null(path_fault("/srv/data/low"));
+	cr_assert_null(path_fault("/a/..b/.c"));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_not_null(path_fault(bad[i]), "'%s' passed", bad[i]);
+
+	cr_assert(path_is_beneath("/a/b", "/a"));
+	cr_assert(path_is_beneath("/a", "/a"));
+	cr_assert(!path_is_beneath("/ab", "/a"));
+	cr_assert(!path_is_beneath("/a", "/a/b"));
+	/* The root holds everything. */
+	cr_assert(path_is_beneath("/x/y", "/"));
+	cr_assert(path_is_beneath("/", "/"));
+}
