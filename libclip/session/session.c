@@ -252,19 +252,17 @@ data_dirs_apart(const struct wiring_cage *a, const struct wiring_cage *b,
 		return error_set(reterr, -EINVAL,
 				 "cage '%s' and cage '%s' have the same data directory '%s'",
 				 a->name, b->name, a->data_dir);
-	if (path_is_beneath(a->data_dir, b->data_dir))
-		return error_set(
-			reterr, -EINVAL,
-			"the data directory '%s' of cage '%s' is within the data directory "
-			"'%s' of cage '%s'",
-			a->data_dir, a->name, b->data_dir, b->name);
-	if (path_is_beneath(b->data_dir, a->data_dir))
-		return error_set(
-			reterr, -EINVAL,
-			"the data directory '%s' of cage '%s' is within the data directory "
-			"'%s' of cage '%s'",
-			b->data_dir, b->name, a->data_dir, a->name);
-	return 0;
+	if (path_is_beneath(b->data_dir, a->data_dir)) {
+		const struct wiring_cage *t = a;
+
+		a = b;
+		b = t;
+	} else if (!path_is_beneath(a->data_dir, b->data_dir))
+		return 0;
+	return error_set(reterr, -EINVAL,
+			 "the data directory '%s' of cage '%s' is within the data directory '%s' "
+			 "of cage '%s'",
+			 a->data_dir, a->name, b->data_dir, b->name);
 }
 
 /* Whether @source reaches @dir: the same, beneath it, or holding it. */
@@ -459,7 +457,8 @@ session_cage_profile(struct clip_session *s, struct session_cage *c, struct clip
 
 /*
  * What a bind source reaching the state directory reaches: a cage's inbox
- * or socket directory, the agent's or the control socket, or the whole.
+ * or socket directory, or the state directory (the agent's socket, the
+ * control socket, or all of it).
  */
 static char *
 state_part(const struct clip_session *s, const char *state, const char *source)
@@ -480,8 +479,10 @@ state_part(const struct clip_session *s, const char *state, const char *source)
 			     s->cages[i]->name) >= 0)
 			return what;
 	}
-	if (asprintf(&what, "the state directory '%s' of session '%s' (inboxes, sockets%s)", state,
-		     s->name, path_is_beneath(source, state) ? "" : ", the agent's socket") < 0)
+	if (asprintf(&what,
+		     "the state directory '%s' of session '%s' (inboxes, sockets, the agent's "
+		     "socket)",
+		     state, s->name) < 0)
 		return NULL;
 	return what;
 }
@@ -494,9 +495,8 @@ state_check(const struct clip_session *s, const char *state, struct clip_error *
 		const struct session_cage *c = s->cages[i];
 		/* Whose inbox is shown: another cage's, when there is one. */
 		const struct session_cage *o = s->cages[i == 0 && s->n_cages > 1 ? 1 : 0];
-		const char *source;
-
 		bool wiring = !test_hook_disabled("session-wiring-check");
+		const char *source;
 
 		if (wiring && path_is_beneath(state, c->data_dir))
 			return error_set(reterr, -EINVAL,
