@@ -173,6 +173,8 @@ path_check(const char *what, const char *path, struct clip_error **reterr)
 	return error_set(reterr, -EINVAL, "%s '%s' %s", what, shown(path, buf), fault);
 }
 
+static int state_check(const struct clip_session *s, const char *state, struct clip_error **reterr);
+
 CLIP_EXPORT int
 clip_session_set_state_dir(struct clip_session *s, const char *path, struct clip_error **reterr)
 {
@@ -187,6 +189,8 @@ clip_session_set_state_dir(struct clip_session *s, const char *path, struct clip
 				  reterr);
 	if (path) {
 		r = path_check("state directory", path, reterr);
+		if (r >= 0) /* against the cages there: clip_session_check() sees the rest */
+			r = state_check(s, path, reterr);
 		if (r < 0)
 			return api_return(r, reterr);
 		copy = strdup(path);
@@ -395,6 +399,12 @@ clip_session_add_cage(struct clip_session *s, const struct clip_session_cage *ca
 		return api_return(r, reterr);
 	}
 	s->cages[s->n_cages++] = c;
+	/* Against a state directory set before it. */
+	r = s->state_dir ? state_check(s, s->state_dir, reterr) : 0;
+	if (r < 0) {
+		session_cage_free(s->cages[--s->n_cages]);
+		return api_return(r, reterr);
+	}
 	return 0;
 }
 

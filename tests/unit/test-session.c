@@ -137,24 +137,59 @@ Test(session, two_cages_on_one_data_directory_refused)
 	clip_session_unref(s);
 }
 
+static void
+state_dir_refused(struct clip_session *s, const char *path, const char *a, const char *b,
+		  const char *what)
+{
+	struct clip_error *e = NULL;
+
+	assert_errno(clip_session_set_state_dir(s, path, &e), -EINVAL);
+	message_has(clip_error_get_message(e), a, b, what, NULL);
+	clip_error_free(e);
+}
+
 Test(session, state_directory_within_a_data_directory_refused)
 {
 	struct clip_session *s = session_new("t");
+	char *m = NULL;
 
 	cage_ok(s, "low", "s0", NULL, "/srv/low");
 	cage_ok(s, "high", "s2", NULL, "/srv/high");
 	/* The inbox of high would be in low's data: low could write into it. */
-	cr_assert_eq(clip_session_set_state_dir(s, "/srv/low/state", NULL), 0);
-	check_refused(s, "the inbox '/srv/low/state/inbox/high' of cage 'high'",
-		      "data directory '/srv/low' of cage 'low'", "is within");
-	cr_assert_eq(clip_session_set_state_dir(s, "/srv/low", NULL), 0);
-	check_refused(s, "inbox '/srv/low/inbox/high'", "cage 'low'", "within");
+	state_dir_refused(s, "/srv/low/state",
+			  "the inbox '/srv/low/state/inbox/high' of cage 'high'",
+			  "data directory '/srv/low' of cage 'low'", "is within");
+	state_dir_refused(s, "/srv/low", "inbox '/srv/low/inbox/high'", "cage 'low'", "within");
 	/* Holding one: the data directory would hold the inboxes' neighbours. */
-	cr_assert_eq(clip_session_set_state_dir(s, "/srv", NULL), 0);
-	check_refused(s, "the data directory '/srv/low' of cage 'low'",
-		      "the state directory '/srv' of session 't'", "is within");
+	state_dir_refused(s, "/srv", "the data directory '/srv/low' of cage 'low'",
+			  "the state directory '/srv' of session 't'", "is within");
 	cr_assert_eq(clip_session_set_state_dir(s, "/run/clip-sessions/t", NULL), 0);
 	check_ok(s);
+
+	/* A cage added after the state directory: refused at its turn. */
+	assert_errno(cage_add(s, "side", "s1", NULL, "/run/clip-sessions", &m), -EINVAL);
+	message_has(m, "the inbox '/run/clip-sessions/t/inbox/low' of cage 'low'",
+		    "the data directory '/run/clip-sessions' of cage 'side'", NULL);
+	cr_assert_null(session_find_cage(s, "side"));
+	free(m);
+	assert_errno(cage_add(s, "side", "s1", NULL, "/run/clip-sessions/t/x/y", &m), -EINVAL);
+	message_has(m, "the data directory '/run/clip-sessions/t/x/y' of cage 'side'",
+		    "the state directory '/run/clip-sessions/t' of session 't'", NULL);
+	free(m);
+	check_ok(s);
+	clip_session_unref(s);
+}
+
+Test(session, the_default_state_directory_is_checked_too)
+{
+	struct clip_session *s = session_new("t");
+
+	/* test_ctx()'s state directory: sessions/t beneath it. */
+	cage_ok(s, "low", "s0", NULL, "/nonexistent/clip-state/sessions/t/low");
+	check_refused(s,
+		      "the data directory '/nonexistent/clip-state/sessions/t/low' of cage 'low'",
+		      "the state directory '/nonexistent/clip-state/sessions/t' of session 't'",
+		      "is within");
 	clip_session_unref(s);
 }
 
@@ -206,10 +241,17 @@ Test(session, bind_reaching_the_state_directory_refused)
 		struct clip_cage_profile *p = profile_new("p");
 
 		cr_assert_eq(clip_cage_profile_add_bind(p, cases[i].source, "/mnt", 0, NULL), 0);
+		/* The state directory first: the cage is refused. */
 		cr_assert_eq(clip_session_set_state_dir(s, "/run/s", NULL), 0);
 		cage_ok(s, "low", "s0", NULL, "/srv/low");
+		cage_refused(s, "high", "s2", p, "/srv/high", "cage 'high'", cases[i].source,
+			     cases[i].what);
+		clip_session_unref(s);
+		/* The cages first: the state directory is refused. */
+		s = session_new("t");
+		cage_ok(s, "low", "s0", NULL, "/srv/low");
 		cage_ok(s, "high", "s2", p, "/srv/high");
-		check_refused(s, "cage 'high'", cases[i].source, cases[i].what);
+		state_dir_refused(s, "/run/s", "cage 'high'", cases[i].source, cases[i].what);
 		clip_session_unref(s);
 		clip_cage_profile_unref(p);
 	}
