@@ -98,7 +98,9 @@ struct clip_mediator *clip_mediator_ref(struct clip_mediator *mediator);
 /**
  * clip_mediator_unref - drop a reference; the last one stops the
  * deliveries in flight (their worker threads are joined, nothing is left
- * in any inbox) and closes every connection.
+ * in any inbox), answers the questions still waiting for the user with a
+ * refusal (audited, the agent told they are withdrawn) and closes every
+ * connection.
  * @since 0.1
  */
 struct clip_mediator *clip_mediator_unref(struct clip_mediator *mediator);
@@ -176,6 +178,24 @@ int clip_mediator_get_fd(struct clip_mediator *mediator);
  * @since 0.1
  */
 int clip_mediator_dispatch(struct clip_mediator *mediator, struct clip_error **reterr);
+
+/**
+ * clip_mediator_get_pending - how many questions wait for the user's answer
+ * (`ask` rules), for a status display
+ *
+ * @return the number, or -EINVAL, -ECHILD.
+ * @since 0.1
+ */
+int clip_mediator_get_pending(struct clip_mediator *mediator);
+
+/**
+ * clip_mediator_get_agent_connected - whether a confirmation agent is
+ * connected (the one `ask` rules put their questions to)
+ *
+ * @return 1 or 0, or -EINVAL, -ECHILD.
+ * @since 0.1
+ */
+int clip_mediator_get_agent_connected(struct clip_mediator *mediator);
 
 #ifdef __cplusplus
 }

@@ -161,6 +161,14 @@ mediator_agent_withdraw_all(struct clip_mediator *m)
 		return;
 	for (struct pending *p = m->pending; p; p = p->next)
 		expire(m, p, PROTO_EXPIRY_WITHDRAWN);
+	/*
+	 * And each requester is answered, and the refusal audited, instead of
+	 * finding its connection closed: a stopping session or clipd says no.
+	 * The document, unnamed in the target's inbox, goes with the answer.
+	 */
+	while (m->pending)
+		answer(m, m->pending, PROTO_STATUS_DENIED_USER, "mediator",
+		       "the mediator stopped before the user answered");
 }
 
 static void

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -809,4 +810,20 @@ clip_mediator_dispatch(struct clip_mediator *m, struct clip_error **reterr)
 	ctx_assert_return_error(m->ctx, reterr);
 
 	return api_return(mediator_dispatch(m, reterr), reterr);
+}
+
+CLIP_EXPORT int
+clip_mediator_get_pending(struct clip_mediator *m)
+{
+	clip_assert_return(m, -EINVAL);
+	ctx_assert_return(m->ctx, -ECHILD);
+	return m->n_pending > INT_MAX ? INT_MAX : (int)m->n_pending;
+}
+
+CLIP_EXPORT int
+clip_mediator_get_agent_connected(struct clip_mediator *m)
+{
+	clip_assert_return(m, -EINVAL);
+	ctx_assert_return(m->ctx, -ECHILD);
+	return m->agent.fd >= 0;
 }

@@ -428,7 +428,7 @@ void mediator_agent_listen(struct clip_mediator *m);
 void mediator_agent_handle(struct clip_mediator *m);
 /* No answer in time: a denial, and the agent told so. */
 void mediator_handle_timer(struct clip_mediator *m, struct pending *p);
-/* Teardown: tell the agent that every pending question is withdrawn. */
+/* Teardown: tell the agent that every pending question is withdrawn, answer each requester no. */
 void mediator_agent_withdraw_all(struct clip_mediator *m);
 
 /*

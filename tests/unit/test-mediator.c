@@ -591,8 +591,14 @@ Test(mediator, a_mediator_that_stops_withdraws_its_questions)
 	cr_assert_eq(msg.expired.id, prompt.prompt.id);
 	cr_assert_eq(msg.expired.reason, PROTO_EXPIRY_WITHDRAWN);
 	assert_errno(agent_next(&w, &msg), -ECONNRESET);
-	assert_errno(clip_transfer_wait(t, 5000, NULL), -ECONNRESET);
+	/* The requester is answered no, not left on a closed connection. */
+	cr_assert_eq(clip_transfer_wait(t, 5000, NULL), 0);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	cr_assert(strstr(clip_transfer_get_message(t), "mediator stopped"), "%s",
+		  clip_transfer_get_message(t));
 	clip_transfer_unref(t);
+	/* And nothing of the document is left in the inbox. */
+	cr_assert(test_dir_is_empty(w.inbox[1]));
 	world_teardown(&w);
 }
 
