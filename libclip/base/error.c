@@ -31,6 +31,8 @@ static const int api_errnos[] = {
 	EEXIST, ETIMEDOUT, EINTR,
 	/* transfer: busy audit log, changed or oversized document, no answer yet */
 	EAGAIN, EBUSY, ECONNREFUSED, ECONNRESET, EFBIG,
+	/* session: no runner answers on the control socket, or it answers nonsense */
+	ESRCH, EPROTO,
 };
 /* clang-format on */
 

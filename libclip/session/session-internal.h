@@ -11,7 +11,7 @@
  *   session-control.c the control socket (server in dispatch, client
  *                    clip_session_control()) and the status object
  *
- * Calls: base cage level transfer
+ * Calls: base cage label level transfer
  */
 #pragma once
 
@@ -67,6 +67,8 @@ struct session_cage {
 	time_t restart_window; /* start of the current restart window */
 	unsigned restarts_in_window;
 	bool failed; /* restarts given up */
+	uint32_t run_uid, run_gid; /* what owns its inbox and data: the uid base, or the caller */
+	bool inbox_made, data_made; /* by this start: removed again if it fails */
 };
 
 struct clip_session {
@@ -88,9 +90,16 @@ struct clip_session {
 	int control_fd; /* listening */
 	struct clip_audit *audit;
 	struct clip_mediator *mediator;
+	int run_fd; /* the state directory's run/ */
+	bool state_made, inbox_made; /* by this start: removed again if it fails */
+	struct session_control *control; /* session-control.c */
 	void (*event_fn)(struct clip_session *, int, const char *, int, void *);
 	void *event_userdata;
 };
+
+/* As in session.c: an argument refused with a message. */
+#define session_assert_arg(expr, reterr, ...) \
+	clip_assert_return(expr, api_return(error_set(reterr, -EINVAL, __VA_ARGS__), reterr))
 
 DEFINE_UNREF_CLEANUP(struct clip_session, clip_session_unref)
 DEFINE_UNREF_CLEANUP(struct clip_cage_profile, clip_cage_profile_unref)
@@ -108,7 +117,25 @@ int session_cage_profile(struct clip_session *s, struct session_cage *c,
 
 /* session-run.c */
 void session_stop_all(struct clip_session *s, unsigned grace_ms);
+/*
+ * A listening SOCK_SEQPACKET socket (non-blocking) at @dirfd/@name with
+ * @mode; a socket left there by a runner that died is replaced, anything
+ * else is refused. @dirpath names @dirfd in messages.
+ */
+int session_listen_at(int dirfd, const char *dirpath, const char *name, mode_t mode,
+		      struct clip_error **reterr);
+/* What an fd on s->epoll_fd is: SESSION_EV_* << 32 | an index. */
+#define SESSION_EV_MEDIATOR 1u
+#define SESSION_EV_CAGE 2u
+#define SESSION_EV_CONTROL 3u /* the listening control socket */
+#define SESSION_EV_CONTROL_CONN 4u
+#define SESSION_EV_CONTROL_TIMER 5u
+int session_watch(struct clip_session *s, int fd, unsigned kind, unsigned index);
+void session_emit(struct clip_session *s, int event, const char *cage, int status);
 
 /* session-control.c */
 int session_control_listen(struct clip_session *s, struct clip_error **reterr);
-int session_control_dispatch(struct clip_session *s);
+/* Handle one event of the control socket (@tag from the epoll fd): 1 or -errno. */
+int session_control_dispatch(struct clip_session *s, uint64_t tag, struct clip_error **reterr);
+/* Close the control socket and its connections (the socket file stays). */
+void session_control_close(struct clip_session *s);

@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A session's control socket (STATE/control.sock) and its status object.
+ *
+ * The runner serves the socket in clip_session_dispatch(): a
+ * SOCK_SEQPACKET socket, 0600, whose peers must also be root or the
+ * runner's euid (SO_PEERCRED), at most CONTROL_CONNS_MAX at once, each
+ * closed after one request or CONTROL_TIMEOUT_MS. A request is one
+ * message of at most CONTROL_REQUEST_MAX bytes: "status", "stop" or
+ * "restart CAGE". The answer is one message:
+ *
+ *   ok\n                                   (stop, restart)
+ *   ok\nmediator PENDING AGENT\n           (status, then one line a cage,
+ *   cage NAME STATE LEVEL PIDS MISSING RESTARTS\n    sorted by name)
+ *   error ERRNO MESSAGE\n
+ *
+ * The client, clip_session_control(), reads the answer as a peer's words:
+ * bounded, every field checked, nothing of it trusted further.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <clip/session.h>
+
+#include "base/ctx-internal.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/test-hooks.h"
+#include "base/util.h"
+#include "session-internal.h"
+
+#define CONTROL_CONNS_MAX 4
+#define CONTROL_REQUEST_MAX 256
+#define CONTROL_ANSWER_MAX (64 * 1024)
+#define CONTROL_TIMEOUT_MS 5000 /* for a peer to send its request */
+#define CONTROL_CLIENT_TIMEOUT_MS 120000 /* for the runner to answer (a stop waits for the cages) */
+#define CONTROL_LEVEL_MAX 255 /* of a level's text in a status */
+#define CONTROL_PIDS_MAX (1u << 22) /* the kernel's pid_max bound */
+
+struct session_control {
+	int timer_fd;
+	struct {
+		int fd;
+		long long deadline_ms;
+		uid_t refused_uid; /* not root nor the runner's: answered EPERM */
+		bool refused;
+	} conns[CONTROL_CONNS_MAX];
+};
+
+struct status_cage {
+	char name[CLIP_SESSION_NAME_MAX + 1];
+	char level[CONTROL_LEVEL_MAX + 1];
+	int state;
+	unsigned pids, missing, restarts;
+};
+
+struct clip_session_status {
+	size_t n_cages;
+	struct status_cage cages[CLIP_SESSION_CAGES_MAX];
+	unsigned pending;
+	int agent;
+};
+
+/* -- the status ------------------------------------------------------- */
+
+static int
+status_cage_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct status_cage *)a)->name, ((const struct status_cage *)b)->name);
+}
+
+CLIP_EXPORT int
+clip_session_get_status(struct clip_session *s, struct clip_session_status **ret,
+			struct clip_error **reterr)
+{
+	_cleanup_free_ struct clip_session_status *st = NULL;
+
+	clip_assert_reterr(reterr);
+	session_assert_arg(s, reterr, "%s: the session is NULL", __func__);
+	ctx_assert_return_error(s->ctx, reterr);
+	session_assert_arg(ret, reterr, "%s: ret is NULL", __func__);
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return api_return(-ENOMEM, reterr);
+	for (size_t i = 0; i < s->n_cages; i++) {
+		struct session_cage *c = s->cages[i];
+		struct status_cage *sc = &st->cages[st->n_cages++];
+		_cleanup_free_ char *level = NULL;
+		int state = c->cage ? clip_cage_get_state(c->cage) : CLIP_CAGE_STOPPED;
+
+		snprintf(sc->name, sizeof(sc->name), "%s", c->name);
+		if (clip_level_format(c->level, &level) < 0)
+			return api_return(-ENOMEM, reterr);
+		snprintf(sc->level, sizeof(sc->level), "%s", level);
+		sc->state = state == CLIP_CAGE_RUNNING ? CLIP_CAGE_RUNNING : CLIP_CAGE_STOPPED;
+		if (sc->state == CLIP_CAGE_RUNNING) {
+			_cleanup_free_ int *pids = NULL;
+			size_t n = 0;
+			int missing = clip_cage_get_missing(c->cage);
+
+			if (clip_cage_get_pids(c->cage, &pids, &n) == 0)
+				sc->pids = (unsigned)n;
+			sc->missing = missing > 0 ? (unsigned)missing : 0;
+		}
+		sc->restarts = c->restarts;
+	}
+	qsort(st->cages, st->n_cages, sizeof(st->cages[0]), status_cage_cmp);
+	if (s->started && s->mediator) {
+		int pending = clip_mediator_get_pending(s->mediator);
+
+		st->pending = pending > 0 ? (unsigned)pending : 0;
+		st->agent = clip_mediator_get_agent_connected(s->mediator) == 1;
+	}
+	*ret = steal_ptr(st);
+	return 0;
+}
+
+CLIP_EXPORT void
+clip_session_status_free(struct clip_session_status *st)
+{
+	free(st);
+}
+
+CLIP_EXPORT size_t
+clip_session_status_get_n_cages(const struct clip_session_status *st)
+{
+	return st ? st->n_cages : 0;
+}
+
+CLIP_EXPORT const char *
+clip_session_status_get_cage(const struct clip_session_status *st, size_t i, int *ret_state,
+			     const char **ret_level, unsigned *ret_pids, unsigned *ret_missing,
+			     unsigned *ret_restarts)
+{
+	const struct status_cage *c;
+
+	if (!st || i >= st->n_cages)
+		return NULL;
+	c = &st->cages[i];
+	if (ret_state)
+		*ret_state = c->state;
+	if (ret_level)
+		*ret_level = c->level;
+	if (ret_pids)
+		*ret_pids = c->pids;
+	if (ret_missing)
+		*ret_missing = c->missing;
+	if (ret_restarts)
+		*ret_restarts = c->restarts;
+	return c->name;
+}
+
+CLIP_EXPORT int
+clip_session_status_get_mediator(const struct clip_session_status *st, unsigned *ret_pending,
+				 int *ret_agent)
+{
+	clip_assert_return(st, -EINVAL);
+	if (ret_pending)
+		*ret_pending = st->pending;
+	if (ret_agent)
+		*ret_agent = st->agent;
+	return 0;
+}
+
+/* The status as the control socket sends it; NULL on ENOMEM. */
+static char *
+status_format(const struct clip_session_status *st)
+{
+	size_t size = 64 + st->n_cages * (sizeof(struct status_cage) + 64), n;
+	char *text = malloc(size);
+
+	if (!text)
+		return NULL;
+	n = (size_t)snprintf(text, size, "ok\nmediator %u %d\n", st->pending, st->agent);
+	for (size_t i = 0; i < st->n_cages; i++) {
+		const struct status_cage *c = &st->cages[i];
+
+		n += (size_t)snprintf(text + n, size - n, "cage %s %d %s %u %u %u\n", c->name,
+				      c->state, c->level, c->pids, c->missing, c->restarts);
+	}
+	return text;
+}
+
+/* -- the server -------------------------------------------------------- */
+
+int
+session_control_listen(struct clip_session *s, struct clip_error **reterr)
+{
+	struct session_control *ctl;
+	int r;
+
+	ctl = calloc(1, sizeof(*ctl));
+	if (!ctl)
+		return -ENOMEM;
+	for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
+		ctl->conns[i].fd = -1;
+	s->control = ctl;
+	ctl->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ctl->timer_fd < 0)
+		return error_set_errno(reterr, -errno, "cannot create a timerfd");
+	s->control_fd = session_listen_at(s->state_fd, "session state directory",
+					  SESSION_CONTROL_SOCKET, 0600, reterr);
+	if (s->control_fd < 0)
+		return s->control_fd;
+	r = session_watch(s, s->control_fd, SESSION_EV_CONTROL, 0);
+	if (r >= 0)
+		r = session_watch(s, ctl->timer_fd, SESSION_EV_CONTROL_TIMER, 0);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot watch the control socket");
+	return 0;
+}
+
+static void
+conn_close(struct clip_session *s, size_t i)
+{
+	struct session_control *ctl = s->control;
+
+	if (ctl->conns[i].fd < 0)
+		return;
+	if (s->epoll_fd >= 0)
+		(void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, ctl->conns[i].fd, NULL);
+	close(ctl->conns[i].fd);
+	ctl->conns[i].fd = -1;
+}
+
+void
+session_control_close(struct clip_session *s)
+{
+	struct session_control *ctl = s->control;
+
+	if (ctl) {
+		for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
+			conn_close(s, i);
+		if (ctl->timer_fd >= 0)
+			close(ctl->timer_fd);
+		free(ctl);
+		s->control = NULL;
+	}
+	if (s->control_fd >= 0)
+		close(s->control_fd);
+	s->control_fd = -1;
+}
+
+/* The timer at the earliest deadline of the connections, or off. */
+static void
+timer_arm(struct session_control *ctl)
+{
+	struct itimerspec it = { 0 };
+	long long first = -1, left;
+
+	for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
+		if (ctl->conns[i].fd >= 0 && (first < 0 || ctl->conns[i].deadline_ms < first))
+			first = ctl->conns[i].deadline_ms;
+	if (first >= 0) {
+		left = first - now_ms();
+		if (left < 1)
+			left = 1;
+		it.it_value.tv_sec = left / 1000;
+		it.it_value.tv_nsec = (left % 1000) * 1000000;
+	}
+	(void)timerfd_settime(ctl->timer_fd, 0, &it, NULL);
+}
+
+/* "error ERRNO MESSAGE", the message on one line. */
+static void
+answer_error(int fd, int r, const char *message)
+{
+	char text[1024];
+	int n = snprintf(text, sizeof(text), "error %d %s\n", -r, message);
+
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(text))
+		n = sizeof(text) - 1;
+	for (int i = 6; i < n - 1; i++)
+		if ((unsigned char)text[i] < ' ')
+			text[i] = ' ';
+	(void)send(fd, text, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void
+answer_ok(int fd)
+{
+	(void)send(fd, "ok\n", 3, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static void
+control_accept(struct clip_session *s)
+{
+	struct session_control *ctl = s->control;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int fd;
+
+	fd = accept4(s->control_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		close(fd);
+		return;
+	}
+	for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
+		if (ctl->conns[i].fd < 0) {
+			if (session_watch(s, fd, SESSION_EV_CONTROL_CONN, (unsigned)i) < 0)
+				break;
+			ctl->conns[i].fd = fd;
+			ctl->conns[i].deadline_ms = now_ms() + CONTROL_TIMEOUT_MS;
+			/*
+			 * The socket's mode is the first fence; its peer's uid the
+			 * second. A refused peer is answered once its request is
+			 * read: closed before, it might find no answer at all.
+			 */
+			ctl->conns[i].refused = cred.uid != 0 && cred.uid != geteuid() &&
+						!test_hook_disabled("session-control-peer");
+			ctl->conns[i].refused_uid = cred.uid;
+			if (ctl->conns[i].refused)
+				log_warning(s->ctx,
+					    "session '%s': refusing a control connection of uid "
+					    "%u (pid %d)",
+					    s->name, (unsigned)cred.uid, (int)cred.pid);
+			timer_arm(ctl);
+			return;
+		}
+	answer_error(fd, -EBUSY, "too many control connections at once, try again");
+	close(fd);
+}
+
+static int
+control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
+{
+	struct session_control *ctl = s->control;
+	char req[CONTROL_REQUEST_MAX + 1];
+	int fd = ctl->conns[i].fd;
+	ssize_t n;
+
+	n = recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT | MSG_TRUNC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 1;
+	/* One request a connection: it is answered, then closed. */
+	ctl->conns[i].fd = -1;
+	(void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+	timer_arm(ctl);
+	if (n <= 0) {
+		close(fd);
+		return 1;
+	}
+	if (n > CONTROL_REQUEST_MAX || memchr(req, '\0', (size_t)n)) {
+		answer_error(fd, -EMSGSIZE,
+			     n > CONTROL_REQUEST_MAX ? "request too long" : "a NUL in the request");
+		close(fd);
+		return 1;
+	}
+	req[n] = '\0';
+	if (ctl->conns[i].refused) {
+		char message[128];
+
+		snprintf(message, sizeof(message), "uid %u may not control session '%s'",
+			 (unsigned)ctl->conns[i].refused_uid, s->name);
+		answer_error(fd, -EPERM, message);
+	} else if (strcmp(req, "status") == 0) {
+		struct clip_session_status *st = NULL;
+		_cleanup_free_ char *text = NULL;
+
+		if (clip_session_get_status(s, &st, NULL) < 0 || !(text = status_format(st)))
+			answer_error(fd, -ENOMEM, "out of memory");
+		else
+			(void)send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT);
+		clip_session_status_free(st);
+	} else if (strncmp(req, "restart ", 8) == 0) {
+		_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+		int r = clip_session_restart_cage(s, req + 8, 0, &e);
+
+		if (r < 0)
+			answer_error(fd, r, e ? clip_error_get_message(e) : strerror(-r));
+		else
+			answer_ok(fd);
+	} else if (strcmp(req, "stop") == 0) {
+		/* Answered once done: the client's "ok" means nothing is left. */
+		_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+		int r;
+
+		log_notice(s->ctx, "session '%s': stop asked on the control socket", s->name);
+		r = clip_session_stop(s, 0, &e);
+		if (r < 0)
+			answer_error(fd, r, clip_error_get_message(e));
+		else
+			answer_ok(fd);
+	} else {
+		char shown[64];
+		size_t k;
+
+		for (k = 0; req[k] && k < sizeof(shown) - 1; k++)
+			shown[k] = (unsigned char)req[k] < ' ' || (unsigned char)req[k] >= 0x7f
+					   ? '?'
+					   : req[k];
+		shown[k] = '\0';
+		answer_error(fd, -EINVAL, "unknown request (status, stop, restart CAGE)");
+		log_notice(s->ctx, "session '%s': unknown control request '%s'", s->name, shown);
+	}
+	close(fd);
+	(void)reterr;
+	return 1;
+}
+
+static void
+control_timeout(struct clip_session *s)
+{
+	struct session_control *ctl = s->control;
+	uint64_t ticks;
+	long long now = now_ms();
+
+	if (read(ctl->timer_fd, &ticks, sizeof(ticks)) < 0)
+		ticks = 0;
+	for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
+		if (ctl->conns[i].fd >= 0 && ctl->conns[i].deadline_ms <= now)
+			conn_close(s, i);
+	timer_arm(ctl);
+}
+
+int
+session_control_dispatch(struct clip_session *s, uint64_t tag, struct clip_error **reterr)
+{
+	unsigned kind = (unsigned)(tag >> 32), index = (unsigned)tag;
+
+	if (!s->control)
+		return 1;
+	switch (kind) {
+	case SESSION_EV_CONTROL:
+		control_accept(s);
+		return 1;
+	case SESSION_EV_CONTROL_CONN:
+		if (index < CONTROL_CONNS_MAX && s->control->conns[index].fd >= 0)
+			return control_request(s, index, reterr);
+		return 1;
+	case SESSION_EV_CONTROL_TIMER:
+		control_timeout(s);
+		return 1;
+	}
+	return 1;
+}
+
+/* -- the client ------------------------------------------------------- */
+
+/* A decimal number of at most @max, the whole of @text: 0 or -EPROTO. */
+static int
+untrusted_uint(const char *text, unsigned long max, unsigned *ret)
+{
+	unsigned long v = 0;
+
+	if (!*text || strlen(text) > 10)
+		return -EPROTO;
+	for (const char *p = text; *p; p++) {
+		if (*p < '0' || *p > '9' || (p == text && *p == '0' && p[1]))
+			return -EPROTO;
+		v = v * 10 + (unsigned long)(*p - '0');
+	}
+	if (v > max)
+		return -EPROTO;
+	*ret = (unsigned)v;
+	return 0;
+}
+
+/* Split @line at spaces into at most @max fields: their number, or -EPROTO for more. */
+static int
+split(char *line, char **fields, int max)
+{
+	int n = 0;
+
+	for (char *p = line;;) {
+		char *sp = strchr(p, ' ');
+
+		if (n == max)
+			return -EPROTO;
+		fields[n++] = p;
+		if (!sp)
+			return n;
+		*sp = '\0';
+		p = sp + 1;
+	}
+}
+
+static bool
+untrusted_name_valid(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n > CLIP_SESSION_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
+		      (i > 0 && (name[i] == '_' || name[i] == '-'))))
+			return false;
+	return true;
+}
+
+/* The status lines after "ok\n", as the runner sent them; every field checked. */
+static int
+status_parse(char *untrusted_text, struct clip_session_status **ret)
+{
+	_cleanup_free_ struct clip_session_status *st = calloc(1, sizeof(*st));
+	char *line = untrusted_text, *next, *f[8];
+	bool first = true;
+	unsigned agent;
+
+	if (!st)
+		return -ENOMEM;
+	for (; *line; line = next) {
+		int n;
+
+		next = strchr(line, '\n');
+		if (!next)
+			return -EPROTO;
+		*next++ = '\0';
+		n = split(line, f, 8);
+		if (first) {
+			if (n != 3 || strcmp(f[0], "mediator") != 0 ||
+			    untrusted_uint(f[1], UINT_MAX, &st->pending) < 0 ||
+			    untrusted_uint(f[2], 1, &agent) < 0)
+				return -EPROTO;
+			st->agent = (int)agent;
+			first = false;
+			continue;
+		}
+		{
+			struct status_cage *c = &st->cages[st->n_cages];
+			struct clip_level *level = NULL;
+			unsigned state;
+			int parsed;
+
+			if (n != 7)
+				return -EPROTO;
+			/* The level's own parser: strict, bounded. */
+			parsed = strlen(f[3]) <= CONTROL_LEVEL_MAX
+					 ? clip_level_parse(&level, f[3], NULL)
+					 : -EPROTO;
+			clip_level_unref(level);
+			if (strcmp(f[0], "cage") != 0 || st->n_cages == CLIP_SESSION_CAGES_MAX ||
+			    !untrusted_name_valid(f[1]) ||
+			    untrusted_uint(f[2], CLIP_CAGE_STOPPED, &state) < 0 ||
+			    (state != CLIP_CAGE_RUNNING && state != CLIP_CAGE_STOPPED) ||
+			    parsed < 0 || untrusted_uint(f[4], CONTROL_PIDS_MAX, &c->pids) < 0 ||
+			    untrusted_uint(f[5], UINT_MAX, &c->missing) < 0 ||
+			    untrusted_uint(f[6], UINT_MAX, &c->restarts) < 0)
+				return -EPROTO;
+			/* Sorted by name, each once. */
+			if (st->n_cages > 0 && strcmp(st->cages[st->n_cages - 1].name, f[1]) >= 0)
+				return -EPROTO;
+			strcpy(c->name, f[1]);
+			strcpy(c->level, f[3]);
+			c->state = (int)state;
+			st->n_cages++;
+		}
+	}
+	if (first)
+		return -EPROTO;
+	*ret = steal_ptr(st);
+	return 0;
+}
+
+/* Connect to @dir/control.sock through the directory's fd: the fd, or -errno with a message. */
+static int
+control_connect(const char *session, const char *dir, struct clip_error **reterr)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int dfd = -1, fd = -1;
+
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 && (errno == ENOENT || errno == ENOTDIR))
+		return error_set(reterr, -ESRCH, "session '%s' is not running (no %s)", session,
+				 dir);
+	if (dfd < 0 && (errno == EACCES || errno == EPERM))
+		return error_set(reterr, -EPERM, "uid %u may not control session '%s' (%s)",
+				 (unsigned)geteuid(), session, dir);
+	if (dfd < 0)
+		return error_set_errno(reterr, -errno, "cannot open %s", dir);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return error_set_errno(reterr, -errno, "cannot create a socket");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SESSION_CONTROL_SOCKET, dfd);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno == ENOENT || errno == ECONNREFUSED)
+			return error_set(reterr, -ESRCH,
+					 "no runner of session '%s' answers at %s/%s", session, dir,
+					 SESSION_CONTROL_SOCKET);
+		if (errno == EACCES || errno == EPERM)
+			return error_set(reterr, -EPERM,
+					 "uid %u may not control session '%s' (%s/%s)",
+					 (unsigned)geteuid(), session, dir, SESSION_CONTROL_SOCKET);
+		return error_set_errno(reterr, -errno, "cannot connect to %s/%s", dir,
+				       SESSION_CONTROL_SOCKET);
+	}
+	return steal_fd(fd);
+}
+
+/* "error ERRNO MESSAGE\n" from the runner: its errno and its message, or -EPROTO. */
+static int
+answer_error_parse(const char *session, char *untrusted_text, struct clip_error **reterr)
+{
+	char *sp = strchr(untrusted_text, ' '), *end = strchr(untrusted_text, '\n');
+	unsigned err;
+
+	if (!sp || !end || end[1] != '\0')
+		return error_set(reterr, -EPROTO, "session '%s': a malformed answer", session);
+	*sp = *end = '\0';
+	if (untrusted_uint(untrusted_text, 4095, &err) < 0 || err == 0)
+		return error_set(reterr, -EPROTO, "session '%s': a malformed error number",
+				 session);
+	for (char *p = sp + 1; *p; p++)
+		if ((unsigned char)*p < ' ' || (unsigned char)*p == 0x7f)
+			*p = '?';
+	return error_set(reterr, -(int)err, "session '%s': %.512s", session, sp + 1);
+}
+
+CLIP_EXPORT int
+clip_session_control(struct clip_ctx *ctx, const char *session, const char *state_dir,
+		     const char *request, struct clip_session_status **ret_status,
+		     struct clip_error **reterr)
+{
+	_cleanup_free_ char *dir = NULL, *untrusted_answer = NULL;
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+	int r;
+
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+	session_assert_arg(session && untrusted_name_valid(session), reterr, "%s: bad session name",
+			   __func__);
+	session_assert_arg(request && *request && strlen(request) <= CONTROL_REQUEST_MAX, reterr,
+			   "%s: the request is NULL, empty or longer than %d bytes", __func__,
+			   CONTROL_REQUEST_MAX);
+	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
+			   "%s: the state directory is not absolute", __func__);
+	session_assert_arg(!ret_status || strcmp(request, "status") == 0, reterr,
+			   "%s: a status comes only from \"status\"", __func__);
+	if (state_dir)
+		dir = strdup(state_dir);
+	else if (clip_ctx_get_state_dir(ctx) &&
+		 asprintf(&dir, "%s/sessions/%s", clip_ctx_get_state_dir(ctx), session) < 0)
+		dir = NULL;
+	if (!dir)
+		return api_return(-ENOMEM, reterr);
+	fd = control_connect(session, dir, reterr);
+	if (fd < 0)
+		return api_return(fd, reterr);
+	/* A runner that refused at once may have answered already: read it below. */
+	if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0 && errno != EPIPE &&
+	    errno != ECONNRESET)
+		return api_return(
+			error_set_errno(reterr, -errno, "session '%s': cannot send", session),
+			reterr);
+	r = wait_readable(fd, now_ms() + CONTROL_CLIENT_TIMEOUT_MS);
+	if (r == -ETIMEDOUT)
+		return api_return(error_set(reterr, -ESRCH, "session '%s': no answer within %d s",
+					    session, CONTROL_CLIENT_TIMEOUT_MS / 1000),
+				  reterr);
+	untrusted_answer = malloc(CONTROL_ANSWER_MAX + 1);
+	if (!untrusted_answer)
+		return api_return(-ENOMEM, reterr);
+	n = recv(fd, untrusted_answer, CONTROL_ANSWER_MAX, MSG_TRUNC | MSG_DONTWAIT);
+	if (n < 0 && errno == ECONNRESET)
+		n = 0;
+	if (n < 0)
+		return api_return(
+			error_set_errno(reterr, -errno, "session '%s': cannot receive", session),
+			reterr);
+	if (n == 0 || n > CONTROL_ANSWER_MAX || memchr(untrusted_answer, '\0', (size_t)n))
+		return api_return(error_set(reterr, -EPROTO, "session '%s': %s", session,
+					    n == 0 ? "the runner closed without an answer"
+						   : "a malformed answer"),
+				  reterr);
+	untrusted_answer[n] = '\0';
+	if (strncmp(untrusted_answer, "error ", 6) == 0)
+		return api_return(answer_error_parse(session, untrusted_answer + 6, reterr),
+				  reterr);
+	if (strncmp(untrusted_answer, "ok\n", 3) != 0)
+		return api_return(
+			error_set(reterr, -EPROTO, "session '%s': a malformed answer", session),
+			reterr);
+	if (strcmp(request, "status") != 0) {
+		if (untrusted_answer[3] != '\0')
+			return api_return(error_set(reterr, -EPROTO,
+						    "session '%s': a malformed answer", session),
+					  reterr);
+		return 0;
+	}
+	{
+		struct clip_session_status *st = NULL;
+
+		r = status_parse(untrusted_answer + 3, &st);
+		if (r == -EPROTO)
+			r = error_set(reterr, r, "session '%s': a malformed status", session);
+		if (r < 0)
+			return api_return(r, reterr);
+		if (ret_status)
+			*ret_status = st;
+		else
+			clip_session_status_free(st);
+	}
+	return 0;
+}

@@ -1,0 +1,757 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * A session's life through the API: start (the wiring each cage sees),
+ * status, restart of one cage, a cage that dies (reported, restarted, given
+ * up after the burst), a transfer through the session's mediator, the
+ * control socket (and its refusal to another uid), a runner that died,
+ * and the stop that leaves nothing: no process, registry entry, socket or
+ * cgroup. And the refusals: a wiring spot taken by a symbolic link or by
+ * another uid, a state directory another runner holds, the misuse of each
+ * call.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <clip/session.h>
+#include <clip/transfer.h>
+
+#include "base/util.h"
+#include "cage/cage-internal.h"
+#include "helpers.h"
+
+#define N_CAGES 3
+static const char *const names[N_CAGES] = { "low", "mid", "high" };
+static const char *const levels[N_CAGES] = { "s0", "s1:c5", "s2" };
+
+struct events {
+	int ended, restarted, failed, stopped;
+	int last_status;
+	char last_cage[CLIP_SESSION_NAME_MAX + 1];
+};
+
+static void
+on_event(struct clip_session *s, int event, const char *cage, int status, void *userdata)
+{
+	struct events *ev = userdata;
+
+	(void)s;
+	switch (event) {
+	case CLIP_SESSION_EVENT_CAGE_ENDED:
+		ev->ended++;
+		break;
+	case CLIP_SESSION_EVENT_CAGE_RESTARTED:
+		ev->restarted++;
+		break;
+	case CLIP_SESSION_EVENT_CAGE_FAILED:
+		ev->failed++;
+		break;
+	case CLIP_SESSION_EVENT_STOPPED:
+		ev->stopped++;
+		break;
+	}
+	if (event != CLIP_SESSION_EVENT_CAGE_RESTARTED)
+		ev->last_status = status;
+	snprintf(ev->last_cage, sizeof(ev->last_cage), "%s", cage ? cage : "");
+}
+
+/* valgrind 3.19 (Debian 12) answers ENOSYS to open_tree, pidfd_send_signal, landlock. */
+static bool
+under_valgrind(void)
+{
+	const char *preload = getenv("LD_PRELOAD");
+
+	return preload && strstr(preload, "vgpreload");
+}
+
+struct world {
+	char *dir;
+	char state[512];
+	struct clip_ctx *ctx;
+	struct clip_session *s;
+	struct events ev;
+};
+
+/* A session of three cages (low s0, mid s1:c5, high s2), not started. */
+static void
+world_new(struct world *w, const char *policy, int high_restart)
+{
+	struct clip_error *e = NULL;
+	char path[600];
+
+	if (!test_is_root() && access("/proc/self/ns/user", F_OK) != 0)
+		cr_skip_test("no user namespaces");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	memset(w, 0, sizeof(*w));
+	w->dir = test_tmpdir("tmpfs");
+	snprintf(path, sizeof(path), "%s/ctx", w->dir);
+	w->ctx = test_ctx(path);
+	cr_assert_eq(clip_session_new(&w->s, w->ctx, "t", NULL), 0);
+	snprintf(w->state, sizeof(w->state), "%s/session", w->dir);
+	cr_assert_eq(clip_session_set_state_dir(w->s, w->state, NULL), 0);
+	for (int i = 0; i < N_CAGES; i++) {
+		struct clip_level *l = test_level(levels[i]);
+		struct clip_session_cage c = {
+			.size = sizeof(c),
+			.name = names[i],
+			.level = l,
+			.data_dir = path,
+			.restart = i == 2 ? high_restart : CLIP_SESSION_RESTART_NO,
+		};
+
+		snprintf(path, sizeof(path), "%s/data/%s", w->dir, names[i]);
+		cr_assert_eq(clip_session_add_cage(w->s, &c, &e), 0, "%s",
+			     e ? clip_error_get_message(e) : "");
+		clip_level_unref(l);
+	}
+	if (policy) {
+		struct clip_policy *p = test_policy(policy);
+
+		cr_assert_eq(clip_session_set_policy(w->s, p, NULL), 0);
+		clip_policy_unref(p);
+	}
+	cr_assert_eq(clip_session_set_event_fn(w->s, on_event, &w->ev), 0);
+}
+
+static void
+world_start(struct world *w)
+{
+	struct clip_error *e = NULL;
+	int r = clip_session_start(w->s, 0, &e);
+
+	cr_assert_eq(r, 0, "start: %d %s", r, e ? clip_error_get_message(e) : "");
+}
+
+static void
+world_free(struct world *w)
+{
+	clip_session_unref(w->s);
+	clip_ctx_unref(w->ctx);
+	free(w->dir);
+}
+
+/* Dispatch until @cond holds, or fail after 10 s. */
+#define pump_until(w, cond) \
+	do { \
+		long long _end = now_ms() + 10000; \
+		while (!(cond)) { \
+			struct pollfd _p = { .fd = clip_session_get_fd((w)->s), \
+					     .events = POLLIN }; \
+			cr_assert(now_ms() < _end, "never: %s", #cond); \
+			(void)poll(&_p, 1, 100); \
+			while (clip_session_dispatch((w)->s, NULL) > 0) \
+				; \
+		} \
+	} while (0)
+
+/* Run @script in @cage of the session and return its exit status. */
+static int
+run_in(struct world *w, const char *cage, const char *script)
+{
+	const char *argv[] = { "/bin/sh", "-c", script, NULL };
+	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
+	struct clip_error *e = NULL;
+	int pidfd = -1, status = -1;
+
+	cr_assert_eq(clip_session_spawn(w->s, cage, &o, &pidfd, &e), 0, "spawn: %s",
+		     e ? clip_error_get_message(e) : "");
+	cr_assert_eq(clip_cage_wait_process(clip_session_get_cage(w->s, cage), pidfd, &status), 0);
+	close(pidfd);
+	return status;
+}
+
+static pid_t
+init_pid(struct world *w, const char *cage)
+{
+	int *pids = NULL;
+	size_t n = 0;
+	pid_t pid;
+
+	cr_assert_eq(clip_cage_get_pids(clip_session_get_cage(w->s, cage), &pids, &n), 0);
+	cr_assert_geq(n, 1);
+	pid = pids[0];
+	free(pids);
+	return pid;
+}
+
+static bool
+exists(const char *dir, const char *name)
+{
+	char path[700];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+Test(session_run, each_cage_sees_its_wiring_and_nothing_else)
+{
+	struct world w;
+	struct stat st;
+	char path[700];
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	/* Its socket alone at /run/clip, read-only; the inbox noexec; /data writable. */
+	cr_assert_eq(run_in(&w, "low", "test \"$(ls -A /run/clip)\" = transfer.sock"), 0,
+		     "/run/clip holds more than transfer.sock");
+	cr_assert_neq(run_in(&w, "low", "touch /run/clip/x"), 0, "/run/clip is writable");
+	cr_assert_eq(run_in(&w, "low",
+			    "grep -q '^[^ ]* [^ ]* [^ ]* [^ ]* /inbox [^ ]*noexec' "
+			    "/proc/self/mountinfo"),
+		     0, "/inbox is not noexec");
+	cr_assert_eq(run_in(&w, "mid", "echo x > /data/f && echo y > /inbox/g"), 0,
+		     "/data or /inbox is not writable");
+	cr_assert_neq(run_in(&w, "mid", "ls /run/clip/../../inbox/../confirm.sock"), 0);
+	snprintf(path, sizeof(path), "%s/data/mid/f", w.dir);
+	cr_assert_eq(access(path, F_OK), 0, "the data directory is not the one bound at /data");
+	/* On the host: each inbox 0700 to the cage's uid, the sockets where they go. */
+	for (int i = 0; i < N_CAGES; i++) {
+		struct clip_cage *c = clip_session_get_cage(w.s, names[i]);
+		uid_t uid = test_is_root()
+				    ? clip_cage_profile_get_uid_base(clip_cage_get_profile(c))
+				    : geteuid();
+
+		snprintf(path, sizeof(path), "%s/inbox/%s", w.state, names[i]);
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_assert(S_ISDIR(st.st_mode) && (st.st_mode & 07777) == 0700, "%s: %o", path,
+			  st.st_mode);
+		cr_assert_eq(st.st_uid, uid, "%s: owned by %u, want %u", path, st.st_uid, uid);
+		snprintf(path, sizeof(path), "%s/data/%s", w.dir, names[i]);
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_assert_eq(st.st_mode & 07777, 0700);
+		cr_assert_eq(st.st_uid, uid);
+		snprintf(path, sizeof(path), "%s/run/%s/transfer.sock", w.state, names[i]);
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_assert(S_ISSOCK(st.st_mode) && (st.st_mode & 0777) == 0666);
+		cr_assert_geq(clip_session_get_socket_fd(w.s, names[i]), 0);
+	}
+	snprintf(path, sizeof(path), "%s/control.sock", w.state);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	snprintf(path, sizeof(path), "%s/confirm.sock", w.state);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	cr_assert_not_null(clip_session_get_mediator(w.s));
+	world_free(&w);
+}
+
+Test(session_run, status_tells_each_cage_and_the_mediator)
+{
+	struct clip_session_status *st = NULL;
+	struct world w;
+	static const char *const sorted[] = { "high", "low", "mid" };
+	static const char *const sorted_levels[] = { "s2", "s0", "s1:c5" };
+	unsigned pending = 9;
+	int agent = 9;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	cr_assert_eq(clip_session_get_status(w.s, &st, NULL), 0);
+	cr_assert_eq(clip_session_status_get_n_cages(st), N_CAGES);
+	for (size_t i = 0; i < N_CAGES; i++) {
+		const char *level = NULL;
+		unsigned pids = 0, restarts = 9;
+		int state = -1;
+
+		cr_assert_str_eq(
+			clip_session_status_get_cage(st, i, &state, &level, &pids, NULL, &restarts),
+			sorted[i]);
+		cr_assert_eq(state, CLIP_CAGE_RUNNING);
+		cr_assert_str_eq(level, sorted_levels[i]);
+		cr_assert_geq(pids, 1);
+		cr_assert_eq(restarts, 0);
+	}
+	cr_assert_null(clip_session_status_get_cage(st, N_CAGES, NULL, NULL, NULL, NULL, NULL));
+	cr_assert_eq(clip_session_status_get_mediator(st, &pending, &agent), 0);
+	cr_assert_eq(pending, 0);
+	cr_assert_eq(agent, 0);
+	clip_session_status_free(st);
+	world_free(&w);
+}
+
+Test(session_run, a_restart_touches_one_cage_only)
+{
+	struct world w;
+	pid_t before[N_CAGES];
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	for (int i = 0; i < N_CAGES; i++)
+		before[i] = init_pid(&w, names[i]);
+	cr_assert_eq(clip_session_restart_cage(w.s, "mid", 100, NULL), 0);
+	cr_assert_neq(init_pid(&w, "mid"), before[1], "mid was not restarted");
+	cr_assert_eq(init_pid(&w, "low"), before[0], "low was touched");
+	cr_assert_eq(init_pid(&w, "high"), before[2], "high was touched");
+	cr_assert_eq(run_in(&w, "mid", "test -S /run/clip/transfer.sock"), 0);
+	/* No event: a restart asked for is no cage ending by itself. */
+	while (clip_session_dispatch(w.s, NULL) > 0)
+		;
+	cr_assert_eq(w.ev.ended, 0);
+	world_free(&w);
+}
+
+Test(session_run, a_killed_cage_is_reported_and_restarted_by_its_rule)
+{
+	struct world w;
+	pid_t pid;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_ALWAYS);
+	world_start(&w);
+	pid = init_pid(&w, "high");
+	cr_assert_eq(kill(pid, SIGKILL), 0);
+	pump_until(&w, w.ev.restarted == 1);
+	cr_assert_eq(w.ev.ended, 1);
+	cr_assert_eq(w.ev.last_status, 128 + SIGKILL);
+	cr_assert_str_eq(w.ev.last_cage, "high");
+	cr_assert_neq(init_pid(&w, "high"), pid);
+	cr_assert_eq(run_in(&w, "high", "true"), 0, "the restarted cage does not run");
+	/* A cage whose rule is "no" stays down, reported. */
+	cr_assert_eq(kill(init_pid(&w, "low"), SIGKILL), 0);
+	pump_until(&w, w.ev.ended == 2);
+	cr_assert_eq(w.ev.restarted, 1);
+	cr_assert_eq(clip_cage_get_state(clip_session_get_cage(w.s, "low")), CLIP_CAGE_STOPPED);
+	{
+		struct clip_session_status *st = NULL;
+		unsigned restarts = 0;
+		int state = -1;
+
+		cr_assert_eq(clip_session_get_status(w.s, &st, NULL), 0);
+		cr_assert_str_eq(
+			clip_session_status_get_cage(st, 0, &state, NULL, NULL, NULL, &restarts),
+			"high");
+		cr_assert_eq(restarts, 1);
+		cr_assert_str_eq(
+			clip_session_status_get_cage(st, 1, &state, NULL, NULL, NULL, NULL), "low");
+		cr_assert_eq(state, CLIP_CAGE_STOPPED);
+		clip_session_status_free(st);
+	}
+	world_free(&w);
+}
+
+Test(session_run, a_cage_that_keeps_dying_is_given_up)
+{
+	struct world w;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_ON_FAILURE);
+	world_start(&w);
+	for (int i = 1; i <= 5; i++) {
+		cr_assert_eq(kill(init_pid(&w, "high"), SIGKILL), 0);
+		pump_until(&w, w.ev.restarted == i);
+	}
+	cr_assert_eq(kill(init_pid(&w, "high"), SIGKILL), 0);
+	pump_until(&w, w.ev.failed == 1);
+	cr_assert_eq(w.ev.ended, 6);
+	cr_assert_eq(w.ev.restarted, 5);
+	cr_assert_eq(clip_cage_get_state(clip_session_get_cage(w.s, "high")), CLIP_CAGE_STOPPED);
+	/* A restart asked for still works, and starts a new count. */
+	cr_assert_eq(clip_session_restart_cage(w.s, "high", 0, NULL), 0);
+	cr_assert_eq(run_in(&w, "high", "true"), 0);
+	world_free(&w);
+}
+
+/* The names of registered cages of session "t". */
+static int
+registered(struct clip_ctx *ctx)
+{
+	char **list = NULL;
+	int n = clip_cage_list(ctx, &list, NULL), found = 0;
+
+	cr_assert_geq(n, 0);
+	for (int i = 0; i < n; i++) {
+		found += strncmp(list[i], "t.", 2) == 0;
+		free(list[i]);
+	}
+	free(list);
+	return found;
+}
+
+Test(session_run, a_stop_leaves_nothing)
+{
+	struct world w;
+	int pidfds[N_CAGES];
+	char cgroups[N_CAGES][512], path[700];
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_ALWAYS);
+	world_start(&w);
+	cr_assert_eq(registered(w.ctx), N_CAGES);
+	for (int i = 0; i < N_CAGES; i++) {
+		struct clip_cage *c = clip_session_get_cage(w.s, names[i]);
+
+		pidfds[i] = (int)syscall(SYS_pidfd_open, init_pid(&w, names[i]), 0);
+		cr_assert_geq(pidfds[i], 0);
+		snprintf(cgroups[i], sizeof(cgroups[i]), "%s", c->cg.v2 ? c->cg.v2 : "");
+	}
+	cr_assert_eq(clip_session_stop(w.s, 100, NULL), 0);
+	cr_assert_eq(w.ev.stopped, 1);
+	/* Asked to stop: no cage "ended by itself", none restarted. */
+	cr_assert_eq(w.ev.ended, 0);
+	cr_assert_eq(w.ev.restarted, 0);
+	for (int i = 0; i < N_CAGES; i++) {
+		struct pollfd p = { .fd = pidfds[i], .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, 0), 1, "the init of %s still runs", names[i]);
+		close(pidfds[i]);
+		if (cgroups[i][0])
+			cr_assert_neq(access(cgroups[i], F_OK), 0, "cgroup %s is left", cgroups[i]);
+		snprintf(path, sizeof(path), "%s/inbox/%s", w.state, names[i]);
+		cr_assert_eq(access(path, F_OK), 0, "the inbox went");
+		snprintf(path, sizeof(path), "%s/data/%s", w.dir, names[i]);
+		cr_assert_eq(access(path, F_OK), 0, "the data directory went");
+	}
+	cr_assert_eq(registered(w.ctx), 0, "a registry entry is left");
+	cr_assert_not(exists(w.state, "run"), "the socket directories are left");
+	cr_assert_not(exists(w.state, "confirm.sock"));
+	cr_assert_not(exists(w.state, "control.sock"));
+	cr_assert_null(clip_session_get_mediator(w.s));
+	cr_assert_null(clip_session_get_cage(w.s, "low"));
+	assert_errno(clip_session_get_fd(w.s), -ECHILD);
+	assert_errno(clip_session_stop(w.s, 0, NULL), -ECHILD);
+	assert_errno(clip_session_dispatch(w.s, NULL), -ECHILD);
+	/* And it starts again. */
+	world_start(&w);
+	cr_assert_eq(run_in(&w, "low", "true"), 0);
+	world_free(&w);
+}
+
+/* In a child: ask @request of the session's runner; exit 0 when it answers as @want. */
+static pid_t
+control_child(struct world *w, const char *request, int want, bool unprivileged)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct clip_session_status *st = NULL;
+		struct clip_error *e = NULL;
+		struct clip_ctx *ctx = NULL;
+		int r;
+
+		if (unprivileged)
+			test_drop_privileges();
+		if (clip_ctx_new(&ctx) < 0)
+			_exit(10);
+		r = clip_session_control(ctx, "t", w->state, request,
+					 strcmp(request, "status") == 0 ? &st : NULL, &e);
+		if (r != want) {
+			fprintf(stderr, "control %s: %d %s\n", request, r,
+				e ? clip_error_get_message(e) : "");
+			_exit(11);
+		}
+		if (r == -EPERM && !strstr(clip_error_get_message(e), "may not control"))
+			_exit(12);
+		if (st && clip_session_status_get_n_cages(st) != N_CAGES)
+			_exit(13);
+		if (st && strcmp(clip_session_status_get_cage(st, 2, NULL, NULL, NULL, NULL, NULL),
+				 "mid") != 0)
+			_exit(14);
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Dispatch until the child @pid exits; its exit status. */
+static int
+pump_child(struct world *w, pid_t pid)
+{
+	int status = -1;
+
+	for (long long end = now_ms() + 20000; now_ms() < end;) {
+		struct pollfd p = { .fd = clip_session_get_fd(w->s), .events = POLLIN };
+
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		if (p.fd >= 0) {
+			(void)poll(&p, 1, 50);
+			while (clip_session_dispatch(w->s, NULL) > 0)
+				;
+		} else
+			usleep(50000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	cr_assert_fail("the control client never ended");
+	return -1;
+}
+
+Test(session_run, the_control_socket_answers_status_restart_and_stop)
+{
+	struct world w;
+	pid_t mid;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	mid = init_pid(&w, "mid");
+	cr_assert_eq(pump_child(&w, control_child(&w, "status", 0, false)), 0);
+	cr_assert_eq(pump_child(&w, control_child(&w, "restart mid", 0, false)), 0);
+	cr_assert_neq(init_pid(&w, "mid"), mid, "mid was not restarted");
+	/* The runner's errors come back with their message. */
+	cr_assert_eq(pump_child(&w, control_child(&w, "restart nosuch", -EINVAL, false)), 0);
+	cr_assert_eq(pump_child(&w, control_child(&w, "reboot", -EINVAL, false)), 0);
+	cr_assert_eq(pump_child(&w, control_child(&w, "stop", 0, false)), 0);
+	cr_assert_eq(w.ev.stopped, 1);
+	assert_errno(clip_session_get_fd(w.s), -ECHILD);
+	/* Nobody answers any more. */
+	{
+		struct clip_error *e = NULL;
+
+		assert_errno(clip_session_control(w.ctx, "t", w.state, "status", NULL, &e), -ESRCH);
+		clip_error_free(e);
+	}
+	world_free(&w);
+}
+
+Test(session_run, the_control_socket_refuses_another_uid)
+{
+	struct world w;
+	char path[700];
+
+	if (!test_is_root())
+		cr_skip_test("not root: no other uid to be");
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	/* The socket's mode refuses it at connect. */
+	cr_assert_eq(pump_child(&w, control_child(&w, "stop", -EPERM, true)), 0);
+	/* And with the mode opened by mistake, the runner refuses the peer's uid. */
+	snprintf(path, sizeof(path), "%s/control.sock", w.state);
+	cr_assert_eq(chmod(path, 0666), 0);
+	cr_assert_eq(pump_child(&w, control_child(&w, "stop", -EPERM, true)), 0);
+	cr_assert_eq(w.ev.stopped, 0, "another uid stopped the session");
+	cr_assert_geq(clip_session_get_fd(w.s), 0);
+	world_free(&w);
+}
+
+Test(session_run, the_cages_a_dead_runner_left_are_stopped_first)
+{
+	struct world w;
+	pid_t child, old;
+	int status = -1, pidfd;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		/* A runner that dies without stopping: its cages are registered, they outlive it. */
+		struct clip_ctx *ctx = NULL;
+		struct clip_session *s = NULL;
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/ctx", w.dir);
+		if (clip_ctx_new(&ctx) < 0 || clip_ctx_set_state_dir(ctx, path) < 0 ||
+		    clip_session_new(&s, ctx, "t", NULL) < 0)
+			_exit(10);
+		(void)clip_session_set_state_dir(s, w.state, NULL);
+		for (int i = 0; i < N_CAGES; i++) {
+			struct clip_level *l = NULL;
+			struct clip_session_cage c = { .size = sizeof(c), .name = names[i] };
+
+			snprintf(path, sizeof(path), "%s/data/%s", w.dir, names[i]);
+			c.data_dir = path;
+			if (clip_level_parse(&l, levels[i], NULL) < 0)
+				_exit(11);
+			c.level = l;
+			if (clip_session_add_cage(s, &c, NULL) < 0)
+				_exit(12);
+		}
+		_exit(clip_session_start(s, 0, NULL) < 0 ? 13 : 0);
+	}
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the first runner: %d", status);
+	{
+		struct clip_cage *c = NULL;
+		int *pids = NULL;
+		size_t n = 0;
+
+		cr_assert_eq(clip_session_attach_cage(&c, w.ctx, "t", "low", NULL), 0,
+			     "the dead runner's cage is not registered");
+		cr_assert_eq(clip_cage_get_pids(c, &pids, &n), 0);
+		old = pids[0];
+		free(pids);
+		clip_cage_unref(c);
+	}
+	pidfd = (int)syscall(SYS_pidfd_open, old, 0);
+	cr_assert_geq(pidfd, 0);
+	world_start(&w);
+	{
+		struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, 5000), 1, "the leftover cage still runs");
+	}
+	close(pidfd);
+	cr_assert_neq(init_pid(&w, "low"), old);
+	cr_assert_eq(registered(w.ctx), N_CAGES);
+	cr_assert_eq(clip_session_stop(w.s, 100, NULL), 0);
+	cr_assert_eq(registered(w.ctx), 0);
+	world_free(&w);
+}
+
+/* In a child, as @uid (root mode: the cage's), send @fd to "high" through @sock_path. */
+static pid_t
+transfer_child(const char *sock_path, int fd, uid_t uid)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct clip_transfer *t = NULL;
+		int sock = -1;
+
+		if (uid != geteuid() &&
+		    (setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0))
+			_exit(10);
+		if (clip_transfer_connect(&sock, sock_path, NULL) < 0)
+			_exit(11);
+		if (clip_transfer_send(&t, sock, fd, "high", "doc.txt", NULL, NULL) < 0)
+			_exit(12);
+		_exit(clip_transfer_get_status(t) == CLIP_TRANSFER_DELIVERED ? 0 : 13);
+	}
+	return pid;
+}
+
+Test(session_run, a_document_moves_up_through_the_sessions_mediator)
+{
+	struct world w;
+	char sock[700], path[700];
+	uid_t uid;
+	int fd;
+
+	world_new(&w, "low high allow\n", CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	uid = test_is_root() ? clip_cage_profile_get_uid_base(
+				       clip_cage_get_profile(clip_session_get_cage(w.s, "low")))
+			     : geteuid();
+	fd = test_file(w.dir, "doc", "a document\n");
+	snprintf(sock, sizeof(sock), "%s/run/low/transfer.sock", w.state);
+	cr_assert_eq(pump_child(&w, transfer_child(sock, fd, uid)), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/inbox/high/doc.txt", w.state);
+	cr_assert_eq(access(path, F_OK), 0, "not delivered to high's inbox");
+	cr_assert_eq(run_in(&w, "high", "test \"$(cat /inbox/doc.txt)\" = 'a document'"), 0);
+	/* Down is denied: the policy has no such rule. */
+	fd = test_file(w.dir, "doc2", "x\n");
+	snprintf(sock, sizeof(sock), "%s/run/mid/transfer.sock", w.state);
+	cr_assert_eq(
+		pump_child(&w,
+			   transfer_child(
+				   sock, fd,
+				   test_is_root()
+					   ? clip_cage_profile_get_uid_base(clip_cage_get_profile(
+						     clip_session_get_cage(w.s, "mid")))
+					   : geteuid())),
+		13);
+	close(fd);
+	world_free(&w);
+}
+
+/* -- refusals ----------------------------------------------------------- */
+
+/* The start fails with @err and a message holding @want, and leaves no socket and no cage. */
+static void
+start_refused(struct world *w, int err, const char *want)
+{
+	struct clip_error *e = NULL;
+
+	assert_errno(clip_session_start(w->s, 0, &e), err);
+	cr_assert(e && strstr(clip_error_get_message(e), want), "message '%s', want '%s'",
+		  e ? clip_error_get_message(e) : "(none)", want);
+	clip_error_free(e);
+	cr_assert_not(exists(w->state, "run"));
+	cr_assert_not(exists(w->state, "control.sock"));
+	cr_assert_not(exists(w->state, "confirm.sock"));
+	cr_assert_eq(registered(w->ctx), 0);
+	cr_assert_null(clip_session_get_mediator(w->s));
+}
+
+Test(session_run, a_symbolic_link_where_an_inbox_goes_is_refused)
+{
+	struct world w;
+	char path[700], elsewhere[700];
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	/* Planted: the inbox of "high" would be the host's directory of the attacker's choice. */
+	snprintf(path, sizeof(path), "%s/inbox", w.state);
+	cr_assert_eq(mkdir(w.state, 0700), 0);
+	cr_assert_eq(mkdir(path, 0711), 0);
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", w.dir);
+	cr_assert_eq(mkdir(elsewhere, 0755), 0);
+	snprintf(path, sizeof(path), "%s/inbox/high", w.state);
+	cr_assert_eq(symlink(elsewhere, path), 0);
+	start_refused(&w, -ELOOP, "is a symbolic link");
+	world_free(&w);
+}
+
+Test(session_run, an_inbox_of_another_uid_is_refused)
+{
+	struct world w;
+	char path[700];
+
+	if (!test_is_root())
+		cr_skip_test("not root: no other uid to give the inbox to");
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	snprintf(path, sizeof(path), "%s/inbox", w.state);
+	cr_assert_eq(mkdir(w.state, 0700), 0);
+	cr_assert_eq(mkdir(path, 0711), 0);
+	snprintf(path, sizeof(path), "%s/inbox/low", w.state);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	cr_assert_eq(chown(path, TEST_UID, TEST_GID), 0);
+	start_refused(&w, -EPERM, "owned by uid 65534");
+	world_free(&w);
+}
+
+Test(session_run, a_state_directory_another_runner_holds_is_refused)
+{
+	struct world w, other;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	world_new(&other, NULL, CLIP_SESSION_RESTART_NO);
+	cr_assert_eq(clip_session_set_state_dir(other.s, w.state, NULL), 0);
+	{
+		struct clip_error *e = NULL;
+
+		assert_errno(clip_session_start(other.s, 0, &e), -EEXIST);
+		cr_assert(strstr(clip_error_get_message(e), "in use by another runner"), "%s",
+			  clip_error_get_message(e));
+		clip_error_free(e);
+	}
+	/* The running one is untouched. */
+	cr_assert(exists(w.state, "control.sock"));
+	cr_assert_eq(run_in(&w, "low", "true"), 0);
+	world_free(&other);
+	world_free(&w);
+}
+
+Test(session_run, misuse_is_refused)
+{
+	struct world w;
+	struct clip_error *e = NULL;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	assert_errno(clip_session_stop(w.s, 0, NULL), -ECHILD);
+	assert_errno(clip_session_get_fd(w.s), -ECHILD);
+	assert_errno(clip_session_dispatch(w.s, NULL), -ECHILD);
+	assert_errno(clip_session_restart_cage(w.s, "low", 0, NULL), -ECHILD);
+	assert_errno(clip_session_get_socket_fd(w.s, "low"), -ECHILD);
+	assert_errno(clip_session_start(w.s, 0x80, NULL), -EINVAL);
+	world_start(&w);
+	assert_errno(clip_session_start(w.s, 0, NULL), -EBUSY);
+	assert_errno(clip_session_restart_cage(w.s, "nosuch", 0, &e), -EINVAL);
+	cr_assert(strstr(clip_error_get_message(e), "no cage 'nosuch'"));
+	e = clip_error_free(e);
+	assert_errno(clip_session_get_socket_fd(w.s, "nosuch"), -EINVAL);
+	cr_assert_null(clip_session_get_cage(w.s, "nosuch"));
+	assert_errno(clip_session_control(w.ctx, "Bad!", w.state, "status", NULL, NULL), -EINVAL);
+	assert_errno(clip_session_control(w.ctx, "t", "relative", "status", NULL, NULL), -EINVAL);
+	world_free(&w);
+}
