@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -596,6 +597,24 @@ Test(session_run, the_cages_a_dead_runner_left_are_stopped_first)
 	world_free(&w);
 }
 
+static uid_t
+cage_uid(struct world *w, const char *cage)
+{
+	return test_is_root() ? clip_cage_profile_get_uid_base(
+					clip_cage_get_profile(clip_session_get_cage(w->s, cage)))
+			      : geteuid();
+}
+
+static void
+status_mediator(struct world *w, unsigned *pending, int *agent)
+{
+	struct clip_session_status *st = NULL;
+
+	cr_assert_eq(clip_session_get_status(w->s, &st, NULL), 0);
+	cr_assert_eq(clip_session_status_get_mediator(st, pending, agent), 0);
+	clip_session_status_free(st);
+}
+
 /* In a child, as @uid (root mode: the cage's), send @fd to "high" through @sock_path. */
 static pid_t
 transfer_child(const char *sock_path, int fd, uid_t uid)
@@ -614,7 +633,10 @@ transfer_child(const char *sock_path, int fd, uid_t uid)
 			_exit(11);
 		if (clip_transfer_send(&t, sock, fd, "high", "doc.txt", NULL, NULL) < 0)
 			_exit(12);
-		_exit(clip_transfer_get_status(t) == CLIP_TRANSFER_DELIVERED ? 0 : 13);
+		/* 0 delivered, else 20 + the status. */
+		_exit(clip_transfer_get_status(t) == CLIP_TRANSFER_DELIVERED
+			      ? 0
+			      : 20 + clip_transfer_get_status(t));
 	}
 	return pid;
 }
@@ -628,9 +650,7 @@ Test(session_run, a_document_moves_up_through_the_sessions_mediator)
 
 	world_new(&w, "low high allow\n", CLIP_SESSION_RESTART_NO);
 	world_start(&w);
-	uid = test_is_root() ? clip_cage_profile_get_uid_base(
-				       clip_cage_get_profile(clip_session_get_cage(w.s, "low")))
-			     : geteuid();
+	uid = cage_uid(&w, "low");
 	fd = test_file(w.dir, "doc", "a document\n");
 	snprintf(sock, sizeof(sock), "%s/run/low/transfer.sock", w.state);
 	cr_assert_eq(pump_child(&w, transfer_child(sock, fd, uid)), 0);
@@ -641,16 +661,79 @@ Test(session_run, a_document_moves_up_through_the_sessions_mediator)
 	/* Down is denied: the policy has no such rule. */
 	fd = test_file(w.dir, "doc2", "x\n");
 	snprintf(sock, sizeof(sock), "%s/run/mid/transfer.sock", w.state);
-	cr_assert_eq(
-		pump_child(&w,
-			   transfer_child(
-				   sock, fd,
-				   test_is_root()
-					   ? clip_cage_profile_get_uid_base(clip_cage_get_profile(
-						     clip_session_get_cage(w.s, "mid")))
-					   : geteuid())),
-		13);
+	cr_assert_eq(pump_child(&w, transfer_child(sock, fd, cage_uid(&w, "mid"))),
+		     20 + CLIP_TRANSFER_DENIED_POLICY);
 	close(fd);
+	world_free(&w);
+}
+
+Test(session_run, a_stop_answers_a_pending_question_no)
+{
+	struct world w;
+	char sock[700], path[700];
+	unsigned pending = 0;
+	int agent = 0, fd, status = -1, inbox;
+	pid_t child;
+
+	world_new(&w, "low high ask\n", CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	/* An agent that never answers. */
+	snprintf(path, sizeof(path), "%s/confirm.sock", w.state);
+	cr_assert_eq(clip_transfer_connect(&fd, path, NULL), 0);
+	pump_until(&w, (status_mediator(&w, &pending, &agent), agent == 1));
+	snprintf(sock, sizeof(sock), "%s/run/low/transfer.sock", w.state);
+	{
+		int doc = test_file(w.dir, "doc", "waits for the user\n");
+
+		child = transfer_child(sock, doc, cage_uid(&w, "low"));
+		close(doc);
+	}
+	pump_until(&w, (status_mediator(&w, &pending, &agent), pending == 1));
+	cr_assert_eq(clip_session_stop(w.s, 100, NULL), 0);
+	cr_assert_eq(waitpid(child, &status, 0), child);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 20 + CLIP_TRANSFER_DENIED_USER,
+		     "the requester was not answered no: %d", WEXITSTATUS(status));
+	snprintf(path, sizeof(path), "%s/inbox/high", w.state);
+	inbox = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(inbox, 0);
+	cr_assert(test_dir_is_empty(inbox), "something is left in the inbox");
+	close(inbox);
+	close(fd);
+	world_free(&w);
+}
+
+Test(session_run, with_external_sockets_the_caller_accepts)
+{
+	struct world w;
+	struct clip_error *e = NULL;
+	char sock[700];
+	int doc, conn, listen_fd;
+	pid_t child;
+
+	world_new(&w, "low high allow\n", CLIP_SESSION_RESTART_NO);
+	cr_assert_eq(clip_session_start(w.s, CLIP_SESSION_START_EXTERNAL_SOCKETS, &e), 0, "%s",
+		     e ? clip_error_get_message(e) : "");
+	listen_fd = clip_session_get_socket_fd(w.s, "low");
+	cr_assert_geq(listen_fd, 0);
+	snprintf(sock, sizeof(sock), "%s/run/low/transfer.sock", w.state);
+	doc = test_file(w.dir, "doc", "through the caller\n");
+	child = transfer_child(sock, doc, cage_uid(&w, "low"));
+	close(doc);
+	{
+		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, 5000), 1, "no connection on the cage's socket");
+	}
+	/* The session's mediator does not accept it: the connection waits for the caller. */
+	while (clip_session_dispatch(w.s, NULL) > 0)
+		;
+	conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(conn, 0, "the mediator took the connection itself");
+	cr_assert_eq(clip_mediator_add_connection(clip_session_get_mediator(w.s), "low", conn, &e),
+		     0, "%s", e ? clip_error_get_message(e) : "");
+	close(conn);
+	cr_assert_eq(pump_child(&w, child), 0);
 	world_free(&w);
 }
 
