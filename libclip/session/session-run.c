@@ -612,7 +612,7 @@ static int
 cage_ended(struct clip_session *s, struct session_cage *c)
 {
 	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
-	time_t now = time(NULL);
+	time_t now = (time_t)(now_ms() / 1000); /* monotonic: a clock set back opens no window */
 	int status, r;
 	bool again;
 

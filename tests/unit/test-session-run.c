@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -734,6 +735,47 @@ Test(session_run, with_external_sockets_the_caller_accepts)
 		     0, "%s", e ? clip_error_get_message(e) : "");
 	close(conn);
 	cr_assert_eq(pump_child(&w, child), 0);
+	world_free(&w);
+}
+
+struct notices {
+	int rootless;
+	char line[512];
+};
+
+static void
+catch_notice(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	struct notices *n = userdata;
+
+	(void)ctx;
+	if (priority == LOG_NOTICE && strstr(message, "is rootless")) {
+		n->rootless++;
+		snprintf(n->line, sizeof(n->line), "%s", message);
+	}
+}
+
+Test(session_run, a_rootless_session_says_once_what_it_lacks)
+{
+	struct world w;
+	struct notices n = { 0 };
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	cr_assert_eq(clip_ctx_set_cage_mode(w.ctx, CLIP_CAGE_MODE_ROOTLESS), 0);
+	cr_assert_eq(clip_ctx_set_log_fn(w.ctx, catch_notice, &n), 0);
+	world_start(&w);
+	cr_assert_eq(n.rootless, 1, "said %d times", n.rootless);
+	cr_assert(strstr(n.line, "user.clip.label"), "%s", n.line);
+	/* Rootless, every inbox is the caller's. */
+	{
+		char path[700];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/inbox/low", w.state);
+		cr_assert_eq(lstat(path, &st), 0);
+		cr_assert_eq(st.st_uid, geteuid());
+	}
+	cr_assert_eq(run_in(&w, "low", "echo x > /data/f"), 0);
 	world_free(&w);
 }
 
