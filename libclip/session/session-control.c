@@ -642,10 +642,14 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 			   "%s: the state directory is not absolute", __func__);
 	session_assert_arg(!ret_status || strcmp(request, "status") == 0, reterr,
 			   "%s: a status comes only from \"status\"", __func__);
+	if (!state_dir && !clip_ctx_get_state_dir(ctx))
+		return api_return(error_set(reterr, -EINVAL,
+					    "session '%s': no state directory to find it in",
+					    session),
+				  reterr);
 	if (state_dir)
 		dir = strdup(state_dir);
-	else if (clip_ctx_get_state_dir(ctx) &&
-		 asprintf(&dir, "%s/sessions/%s", clip_ctx_get_state_dir(ctx), session) < 0)
+	else if (asprintf(&dir, "%s/sessions/%s", clip_ctx_get_state_dir(ctx), session) < 0)
 		dir = NULL;
 	if (!dir)
 		return api_return(-ENOMEM, reterr);

@@ -82,6 +82,7 @@ struct world {
 	struct clip_ctx *ctx;
 	struct clip_session *s;
 	struct events ev;
+	bool default_state; /* the session's state directory is the default one */
 };
 
 /* A session of three cages (low s0, mid s1:c5, high s2), not started. */
@@ -444,7 +445,15 @@ control_child(struct world *w, const char *request, int want, bool unprivileged)
 			test_drop_privileges();
 		if (clip_ctx_new(&ctx) < 0)
 			_exit(10);
-		r = clip_session_control(ctx, "t", w->state, request,
+		if (w->default_state) {
+			char path[600];
+
+			/* The default: STATE/sessions/NAME of a context with the runner's state. */
+			snprintf(path, sizeof(path), "%s/ctx", w->dir);
+			if (clip_ctx_set_state_dir(ctx, path) < 0)
+				_exit(15);
+		}
+		r = clip_session_control(ctx, "t", w->default_state ? NULL : w->state, request,
 					 strcmp(request, "status") == 0 ? &st : NULL, &e);
 		if (r != want) {
 			fprintf(stderr, "control %s: %d %s\n", request, r,
@@ -511,6 +520,24 @@ Test(session_run, the_control_socket_answers_status_restart_and_stop)
 		assert_errno(clip_session_control(w.ctx, "t", w.state, "status", NULL, &e), -ESRCH);
 		clip_error_free(e);
 	}
+	world_free(&w);
+}
+
+Test(session_run, the_default_state_directory_is_under_the_contexts)
+{
+	struct world w;
+	char path[700];
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	cr_assert_eq(clip_session_set_state_dir(w.s, NULL, NULL), 0);
+	w.default_state = true;
+	snprintf(w.state, sizeof(w.state), "%s/ctx/sessions/t", w.dir);
+	world_start(&w);
+	snprintf(path, sizeof(path), "%s/run/low/transfer.sock", w.state);
+	cr_assert_eq(access(path, F_OK), 0, "%s", path);
+	cr_assert_eq(pump_child(&w, control_child(&w, "status", 0, false)), 0);
+	cr_assert_eq(pump_child(&w, control_child(&w, "stop", 0, false)), 0);
+	cr_assert_not(exists(w.state, "control.sock"));
 	world_free(&w);
 }
 
