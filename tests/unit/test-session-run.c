@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -31,6 +33,7 @@
 #include "base/util.h"
 #include "cage/cage-internal.h"
 #include "helpers.h"
+#include "transfer/proto.h"
 
 #define N_CAGES 3
 static const char *const names[N_CAGES] = { "low", "mid", "high" };
@@ -804,6 +807,168 @@ Test(session_run, a_rootless_session_says_once_what_it_lacks)
 	}
 	cr_assert_eq(run_in(&w, "low", "echo x > /data/f"), 0);
 	world_free(&w);
+}
+
+Test(session_run, a_transfer_in_flight_completes_across_another_cages_restart)
+{
+	struct world w;
+	struct proto_msg prompt = { .fd = -1 }, yes = { .type = PROTO_ANSWER, .fd = -1 };
+	char sock[700], path[700];
+	int agent = -1, doc;
+	unsigned pending = 0;
+	int connected = 0;
+	pid_t child, mid;
+
+	world_new(&w, "low high ask\n", CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	snprintf(path, sizeof(path), "%s/confirm.sock", w.state);
+	cr_assert_eq(clip_transfer_connect(&agent, path, NULL), 0);
+	pump_until(&w, (status_mediator(&w, &pending, &connected), connected == 1));
+	cr_assert_eq(proto_recv(agent, &prompt, NULL), 0);
+	cr_assert_eq(prompt.type, PROTO_HELLO);
+	snprintf(sock, sizeof(sock), "%s/run/low/transfer.sock", w.state);
+	doc = test_file(w.dir, "doc", "in flight\n");
+	child = transfer_child(sock, doc, cage_uid(&w, "low"));
+	close(doc);
+	pump_until(&w, (status_mediator(&w, &pending, &connected), pending == 1));
+	/* While low's document waits for the user, mid is restarted. */
+	mid = init_pid(&w, "mid");
+	cr_assert_eq(clip_session_restart_cage(w.s, "mid", 100, NULL), 0);
+	cr_assert_neq(init_pid(&w, "mid"), mid);
+	status_mediator(&w, &pending, &connected);
+	cr_assert_eq(pending, 1, "the question went with the restart");
+	/* The user says yes: the transfer completes. */
+	cr_assert_eq(proto_recv(agent, &prompt, NULL), 0);
+	cr_assert_eq(prompt.type, PROTO_PROMPT);
+	yes.answer.id = prompt.prompt.id;
+	yes.answer.allow = 1;
+	cr_assert_eq(proto_send(agent, &yes, NULL), 0);
+	cr_assert_eq(pump_child(&w, child), 0, "the transfer in flight did not complete");
+	snprintf(path, sizeof(path), "%s/inbox/high/doc.txt", w.state);
+	cr_assert_eq(access(path, F_OK), 0);
+	close(agent);
+	world_free(&w);
+}
+
+/* A runner that lies: it answers @answer (@size bytes) to whatever it is asked. */
+struct liar {
+	int listen_fd;
+	const char *answer;
+	size_t size;
+};
+
+static void *
+liar_serve(void *userdata)
+{
+	struct liar *l = userdata;
+	char req[512];
+	int fd = accept4(l->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return NULL;
+	(void)recv(fd, req, sizeof(req), 0);
+	(void)send(fd, l->answer, l->size, MSG_NOSIGNAL);
+	close(fd);
+	return NULL;
+}
+
+/* clip_session_control() "status" against a runner answering @answer: its return value. */
+static int
+ask_liar(const char *dir, const char *answer, size_t size, struct clip_session_status **st,
+	 char *message, size_t message_size)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct liar l = { .answer = answer, .size = size };
+	struct clip_error *e = NULL;
+	struct clip_ctx *ctx = test_ctx(NULL);
+	pthread_t thread;
+	int r;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/control.sock", dir);
+	(void)unlink(sa.sun_path);
+	l.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(l.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(listen(l.listen_fd, 4), 0);
+	cr_assert_eq(pthread_create(&thread, NULL, liar_serve, &l), 0);
+	r = clip_session_control(ctx, "t", dir, "status", st, &e);
+	pthread_join(thread, NULL);
+	close(l.listen_fd);
+	snprintf(message, message_size, "%s", e ? clip_error_get_message(e) : "");
+	clip_error_free(e);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
+Test(session_run, a_runner_that_lies_is_not_believed)
+{
+	static const char *const lies[] = {
+		"", /* nothing */
+		"okay\n",
+		"ok\n", /* no mediator line */
+		"ok\nmediator 0 2\n", /* an agent is 0 or 1 */
+		"ok\nmediator 0 0", /* no end of line */
+		"ok\nmediator 0 0\ncage Low 1 s0 1 0 0\n", /* not a cage name */
+		"ok\nmediator 0 0\ncage low 3 s0 1 0 0\n", /* no such state */
+		"ok\nmediator 0 0\ncage low 1 s99 1 0 0\n", /* no such level */
+		"ok\nmediator 0 0\ncage low 1 s0 99999999 0 0\n", /* more pids than a host has */
+		"ok\nmediator 0 0\ncage low 1 s0 01 0 0\n", /* not as the runner writes it */
+		"ok\nmediator 0 0\ncage low 1 s0 1 0 0 7\n", /* a field too many */
+		"ok\nmediator 0 0\ncage mid 1 s0 1 0 0\ncage low 1 s0 1 0 0\n", /* unsorted */
+		"ok\nmediator 0 0\ncage low 1 s0 1 0 0\ncage low 1 s0 1 0 0\n", /* twice */
+		"ok\nmediator -1 0\n",
+		"error 0 nothing\n", /* no errno */
+		"error 99999 x\n", /* no such errno */
+		"error 1\n", /* no message */
+	};
+	char *dir = test_tmpdir("tmpfs"), message[1024];
+	struct clip_session_status *st = NULL;
+	char *big;
+
+	if (under_valgrind())
+		cr_skip_test("valgrind is slow on the 64 KiB answer");
+	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
+		int r = ask_liar(dir, lies[i], strlen(lies[i]), &st, message, sizeof(message));
+
+		cr_assert_eq(r, -EPROTO, "lie %zu '%s': %d %s", i, lies[i], r, message);
+		cr_assert_null(st);
+	}
+	/* Too big for the answer's bound: not read. */
+	big = malloc(70000);
+	memset(big, 'a', 70000);
+	memcpy(big, "ok\nmediator 0 0\n", 16);
+	assert_errno(ask_liar(dir, big, 70000, &st, message, sizeof(message)), -EPROTO);
+	free(big);
+	/* A NUL in it. */
+	assert_errno(ask_liar(dir, "ok\nmediator 0 0\n\0", 17, &st, message, sizeof(message)),
+		     -EPROTO);
+	/* Its error comes back with its message, controls replaced. */
+	assert_errno(ask_liar(dir, "error 1 go\033]0;away\n", 19, &st, message, sizeof(message)),
+		     -EPERM);
+	cr_assert(strstr(message, "go?]0;away"), "%s", message);
+	/* And the truth is believed. */
+	{
+		static const char truth[] = "ok\nmediator 3 1\ncage a 1 s1:c5 4 0 2\n"
+					    "cage b 2 s0 0 0 0\n";
+		const char *level = NULL;
+		unsigned pending = 0, pids = 0, restarts = 0;
+		int agent = 0, state = 0;
+
+		assert_errno(ask_liar(dir, truth, sizeof(truth) - 1, &st, message, sizeof(message)),
+			     0);
+		cr_assert_eq(clip_session_status_get_n_cages(st), 2);
+		cr_assert_str_eq(
+			clip_session_status_get_cage(st, 0, &state, &level, &pids, NULL, &restarts),
+			"a");
+		cr_assert_eq(state, CLIP_CAGE_RUNNING);
+		cr_assert_str_eq(level, "s1:c5");
+		cr_assert_eq(pids, 4);
+		cr_assert_eq(restarts, 2);
+		cr_assert_eq(clip_session_status_get_mediator(st, &pending, &agent), 0);
+		cr_assert_eq(pending, 3);
+		cr_assert_eq(agent, 1);
+		clip_session_status_free(st);
+	}
+	free(dir);
 }
 
 /* -- refusals ----------------------------------------------------------- */
