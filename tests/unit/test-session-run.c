@@ -924,8 +924,6 @@ Test(session_run, a_runner_that_lies_is_not_believed)
 	struct clip_session_status *st = NULL;
 	char *big;
 
-	if (under_valgrind())
-		cr_skip_test("valgrind is slow on the 64 KiB answer");
 	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
 		int r = ask_liar(dir, lies[i], strlen(lies[i]), &st, message, sizeof(message));
 
