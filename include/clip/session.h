@@ -230,9 +230,13 @@ int clip_session_check(struct clip_session *session, struct clip_error **reterr)
  *
  * @param flags 0 or CLIP_SESSION_START_EXTERNAL_SOCKETS
  * @return 0, or -EINVAL, -EBUSY (already started), -EEXIST (a cage or the
- *	   state directory is in use by another runner), the errors of
- *	   clip_session_check(), clip_audit_open() and clip_cage_start():
- *	   the message names the cage.
+ *	   state directory is in use by another runner, or a file that is
+ *	   not a socket where a socket goes), -ELOOP, -ENOTDIR, -EPERM (a
+ *	   symbolic link, a file, or a directory of another uid where a
+ *	   directory of the wiring goes: the message names it, its owner and
+ *	   the uid wanted), the errors of clip_session_check(),
+ *	   clip_audit_open() and clip_cage_start(): the message names the
+ *	   cage.
  * @since 0.1
  */
 int clip_session_start(struct clip_session *session, unsigned flags, struct clip_error **reterr);
