@@ -70,11 +70,12 @@ cage_index(const struct clip_session *s, const struct session_cage *c)
  * @dirfd/@name as a directory of the wiring, owned by @uid:@gid with
  * @mode: made when missing; when there, it must be a directory (not a
  * symbolic link) owned by @uid, else it is a leftover of something else
- * and refused. Its fd (O_RDONLY), or -errno with a message.
+ * and refused; its mode is set to @mode unless @keep_mode (a data
+ * directory: the user's). Its fd (O_RDONLY), or -errno with a message.
  */
 static int
-wiring_dir(int dirfd, const char *dirpath, const char *name, mode_t mode, uid_t uid, gid_t gid,
-	   const char *what, bool *ret_made, struct clip_error **reterr)
+wiring_dir(int dirfd, const char *dirpath, const char *name, mode_t mode, bool keep_mode, uid_t uid,
+	   gid_t gid, const char *what, bool *ret_made, struct clip_error **reterr)
 {
 	bool checked = !test_hook_disabled("session-wiring");
 	bool made = false;
@@ -123,7 +124,7 @@ wiring_dir(int dirfd, const char *dirpath, const char *name, mode_t mode, uid_t 
 				 what, dirpath, name, (unsigned)st.st_uid, (unsigned)uid,
 				 (unsigned)uid);
 	}
-	if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
+	if ((made || !keep_mode) && (st.st_mode & 07777) != mode && fchmod(fd, mode) < 0) {
 		int r = -errno;
 
 		close(fd);
@@ -225,7 +226,7 @@ data_dir_open(struct session_cage *c, struct clip_error **reterr)
 	parent = dir_open_walk(dir, true, "data directory's parent", reterr);
 	if (parent < 0)
 		return parent;
-	return wiring_dir(parent, dir, base, 0700, c->run_uid, c->run_gid, "data directory",
+	return wiring_dir(parent, dir, base, 0700, true, c->run_uid, c->run_gid, "data directory",
 			  &c->data_made, reterr);
 }
 
@@ -405,11 +406,11 @@ session_start(struct clip_session *s, unsigned flags, struct clip_error **reterr
 	{
 		_cleanup_close_ int inboxes = -1;
 
-		inboxes = wiring_dir(s->state_fd, state, SESSION_INBOX_DIR, 0711, geteuid(),
+		inboxes = wiring_dir(s->state_fd, state, SESSION_INBOX_DIR, 0711, false, geteuid(),
 				     getegid(), "inbox directory", &s->inbox_made, reterr);
 		if (inboxes < 0)
 			return inboxes;
-		s->run_fd = wiring_dir(s->state_fd, state, SESSION_RUN_DIR, 0755, geteuid(),
+		s->run_fd = wiring_dir(s->state_fd, state, SESSION_RUN_DIR, 0755, false, geteuid(),
 				       getegid(), "socket directory", NULL, reterr);
 		if (s->run_fd < 0)
 			return s->run_fd;
@@ -421,12 +422,13 @@ session_start(struct clip_session *s, unsigned flags, struct clip_error **reterr
 			if (asprintf(&inbox_path, "%s/" SESSION_INBOX_DIR, state) < 0 ||
 			    asprintf(&run_path, "%s/" SESSION_RUN_DIR "/%s", state, c->name) < 0)
 				return -ENOMEM;
-			c->inbox_fd = wiring_dir(inboxes, inbox_path, c->name, 0700, c->run_uid,
-						 c->run_gid, "inbox", &c->inbox_made, reterr);
+			c->inbox_fd =
+				wiring_dir(inboxes, inbox_path, c->name, 0700, false, c->run_uid,
+					   c->run_gid, "inbox", &c->inbox_made, reterr);
 			if (c->inbox_fd < 0)
 				return c->inbox_fd;
-			run = wiring_dir(s->run_fd, state, c->name, 0755, geteuid(), getegid(),
-					 "socket directory", NULL, reterr);
+			run = wiring_dir(s->run_fd, state, c->name, 0755, false, geteuid(),
+					 getegid(), "socket directory", NULL, reterr);
 			if (run < 0)
 				return run;
 			c->listen_fd =

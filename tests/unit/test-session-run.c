@@ -253,6 +253,32 @@ Test(session_run, each_cage_sees_its_wiring_and_nothing_else)
 	world_free(&w);
 }
 
+Test(session_run, an_existing_data_directory_of_the_cage_is_taken_as_it_is)
+{
+	struct clip_cage_profile *p = NULL;
+	struct world w;
+	struct stat st;
+	char path[700];
+	uid_t uid;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	/* The uid the session gives cage "low" of session "t": the one derived from "t.low". */
+	cr_assert_eq(clip_cage_profile_new(&p, "t.low", NULL), 0);
+	uid = test_is_root() ? clip_cage_profile_get_uid_base(p) : geteuid();
+	clip_cage_profile_unref(p);
+	snprintf(path, sizeof(path), "%s/data", w.dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/data/low", w.dir);
+	cr_assert_eq(mkdir(path, 0750), 0);
+	cr_assert_eq(chmod(path, 0750), 0);
+	cr_assert_eq(chown(path, uid, uid), 0);
+	world_start(&w);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 07777, 0750, "the user's mode was changed: %o", st.st_mode);
+	cr_assert_eq(run_in(&w, "low", "echo x > /data/f"), 0);
+	world_free(&w);
+}
+
 Test(session_run, status_tells_each_cage_and_the_mediator)
 {
 	struct clip_session_status *st = NULL;
