@@ -97,7 +97,7 @@ struct clip_session {
 	void *event_userdata;
 };
 
-/* As in session.c: an argument refused with a message. */
+/* An argument refused with a message (clip_assert_return() with a reason). */
 #define session_assert_arg(expr, reterr, ...) \
 	clip_assert_return(expr, api_return(error_set(reterr, -EINVAL, __VA_ARGS__), reterr))
 

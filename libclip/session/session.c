@@ -19,9 +19,6 @@
 #include "base/util.h"
 #include "session-internal.h"
 
-#define session_assert_arg(expr, reterr, ...) \
-	clip_assert_return(expr, api_return(error_set(reterr, -EINVAL, __VA_ARGS__), reterr))
-
 /* [a-z0-9][a-z0-9_-]*, 1 to CLIP_SESSION_NAME_MAX: a cage name of the mediator, a file name. */
 bool
 session_name_valid(const char *name)
