@@ -39,6 +39,7 @@ struct clip_mediator;
 struct clip_policy;
 struct clip_session;
 struct clip_session_status;
+struct clip_audit;
 
 /* Bounds of a session. */
 #define CLIP_SESSION_NAME_MAX 15 /* a session's name and a cage's, each */
@@ -336,6 +337,23 @@ struct clip_mediator *clip_session_get_mediator(struct clip_session *session);
 int clip_session_get_socket_fd(struct clip_session *session, const char *cage);
 
 /**
+ * clip_session_get_cage_uid - the host uid a cage's root runs as, for a
+ * caller that checks the peers of clip_session_get_socket_fd() itself
+ * @return 0, or -EINVAL (no such cage), -ECHILD (not started), -ENODATA
+ *	   (rootless: the cage runs as the caller).
+ * @since 0.1
+ */
+int clip_session_get_cage_uid(struct clip_session *session, const char *cage, uint32_t *ret_uid);
+
+/**
+ * clip_session_get_audit - the session's audit log, for a caller that
+ * records its own refusals (a front's) in the same trail
+ * @return the log (owned by @session), or NULL when not started.
+ * @since 0.1
+ */
+struct clip_audit *clip_session_get_audit(struct clip_session *session);
+
+/**
  * clip_session_get_status - what the session is doing, for a status
  * display: each cage's state, level and number of processes, the
  * mediator's pending questions and whether an agent is connected
@@ -389,7 +407,8 @@ size_t clip_session_status_get_n_cages(const struct clip_session_status *status)
  * @param ret_level its level as clip_level_format() writes it, or NULL
  * @param ret_pids its number of processes (init included), or NULL
  * @param ret_missing its CLIP_CAGE_MISSING_* flags, or NULL
- * @param ret_restarts how often the session restarted it, or NULL
+ * @param ret_restarts how often the session restarted it (by its Restart=
+ *	  rule, or asked to), or NULL
  * @return the cage's name (owned by @status), or NULL past the end.
  * @since 0.1
  */

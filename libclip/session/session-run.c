@@ -301,8 +301,12 @@ mediator_make(struct clip_session *s, unsigned flags, struct clip_error **reterr
 			.inbox_fd = c->inbox_fd,
 			.socket_fd =
 				flags & CLIP_SESSION_START_EXTERNAL_SOCKETS ? -1 : c->listen_fd,
-			/* Rootless, every cage runs as the caller: no uid tells them apart. */
-			.check_uid = s->mode == CLIP_CAGE_MODE_ROOT,
+			/* Rootless, every cage runs as the caller: no uid tells them
+			   apart. With external sockets, the caller checks the peers itself
+			   (clip_session_get_cage_uid()): what reaches the mediator comes
+			   from the caller's front, not from the cage. */
+			.check_uid = s->mode == CLIP_CAGE_MODE_ROOT &&
+				     !(flags & CLIP_SESSION_START_EXTERNAL_SOCKETS),
 			.uid = c->run_uid,
 		};
 
@@ -748,9 +752,11 @@ clip_session_restart_cage(struct clip_session *s, const char *cage, unsigned gra
 	r = cage_run(s, c, reterr);
 	if (r < 0)
 		c->failed = true;
-	else
+	else {
+		c->restarts++;
 		log_notice(s->ctx, "session '%s': cage '%s' restarted on request", s->name,
 			   c->name);
+	}
 	return api_return(r, reterr);
 }
 
@@ -815,4 +821,27 @@ clip_session_attach_cage(struct clip_cage **ret, struct clip_ctx *ctx, const cha
 			   session, cage);
 	snprintf(name, sizeof(name), "%s.%s", session, cage);
 	return api_return(clip_cage_attach(ret, ctx, name, reterr), reterr);
+}
+
+CLIP_EXPORT int
+clip_session_get_cage_uid(struct clip_session *s, const char *cage, uint32_t *ret_uid)
+{
+	struct session_cage *c;
+
+	clip_assert_return(s && ret_uid, -EINVAL);
+	c = session_find_cage(s, cage);
+	if (!c)
+		return -EINVAL;
+	if (!s->started)
+		return -ECHILD;
+	if (s->mode == CLIP_CAGE_MODE_ROOTLESS)
+		return -ENODATA;
+	*ret_uid = c->run_uid;
+	return 0;
+}
+
+CLIP_EXPORT struct clip_audit *
+clip_session_get_audit(struct clip_session *s)
+{
+	return s && s->started ? s->audit : NULL;
 }

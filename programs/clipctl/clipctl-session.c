@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clipctl session: up, down and status of sessions (clip.session(5)); exec
+ * is in clipctl-cage.c, with the other ways to run a command in a cage.
+ *
+ * `up` starts the session's runner, clipd --session FILE, in the
+ * background, relays what it says until it is ready (or has failed), and
+ * returns; `down` and `status` ask the runner over the session's control
+ * socket (clip_session_control()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/macro.h"
+#include "clipctl.h"
+
+/*
+ * The runner: the clipd of this build when this clipctl is the one of the
+ * build tree (its /proc/self/exe, which no caller chooses), else the
+ * installed one.
+ */
+static const char *
+clipd_path(void)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		if (strcmp(self, CLIPCTL_BUILD_PATH) == 0)
+			return CLIPD_BUILD_PATH;
+	}
+	return CLIPD_PATH;
+}
+
+struct session_opts {
+	const char *log, *dir;
+};
+
+static int
+parse_opts(int argc, char **argv, struct session_opts *o)
+{
+	static const struct option longopts[] = {
+		{ "log", required_argument, NULL, 'l' },
+		{ "session-dir", required_argument, NULL, 'd' },
+		{ 0 },
+	};
+	int opt;
+
+	*o = (struct session_opts){ 0 };
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
+		switch (opt) {
+		case 'l':
+			o->log = optarg;
+			break;
+		case 'd':
+			if (optarg[0] != '/')
+				return fail_usage("bad --session-dir '%s': give an absolute path",
+						  optarg);
+			o->dir = optarg;
+			break;
+		default:
+			return EXIT_USAGE;
+		}
+	}
+	return 0;
+}
+
+/* Copy what the runner says to our stderr until it is ready or gone; 0 when ready. */
+static int
+wait_ready(int ready, int err)
+{
+	struct pollfd p[2] = { { .fd = ready, .events = POLLIN }, { .fd = err, .events = POLLIN } };
+	char buf[4096];
+	ssize_t n;
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[1].revents) {
+			n = read(err, buf, sizeof(buf));
+			if (n > 0) {
+				/* The runner's lines (clipd escapes what comes from a cage). */
+				fwrite(buf, 1, (size_t)n, stderr);
+				continue;
+			}
+			p[1].fd = -1;
+		}
+		if (p[0].revents) {
+			n = read(ready, buf, sizeof(buf) - 1);
+			if (n > 0) {
+				buf[n] = '\0';
+				if (strstr(buf, "READY=1"))
+					return 0;
+			}
+			return -ECHILD;
+		}
+	}
+}
+
+static void __attribute__((noreturn))
+exec_runner(const struct clipctl *c, const char *file, int ready, int err)
+{
+	char ready_arg[16];
+	const char *argv[10];
+	size_t n = 0;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	/* Its own session: no terminal of ours to read, no signal of our shell. */
+	if (setsid() < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 ||
+	    dup2(null, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 || dup2(ready, 3) != 3)
+		_exit(127);
+	snprintf(ready_arg, sizeof(ready_arg), "3");
+	argv[n++] = "clipd";
+	argv[n++] = "--session";
+	argv[n++] = file;
+	argv[n++] = "--ready-fd";
+	argv[n++] = ready_arg;
+	if (c->state_dir) {
+		argv[n++] = "--state-dir";
+		argv[n++] = c->state_dir;
+	}
+	if (c->label_flags & CLIP_LABEL_ROOTLESS)
+		argv[n++] = "--rootless";
+	argv[n] = NULL;
+	execv(clipd_path(), (char *const *)argv);
+	fprintf(stderr, "clipctl: cannot run %s: %m\n", clipd_path());
+	_exit(127);
+}
+
+static int
+session_up(struct clipctl *c, int argc, char **argv)
+{
+	_cleanup_close_ int log = -1;
+	struct clip_session *s = NULL;
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	char file[PATH_MAX];
+	int rp[2], ep[2], r, status;
+	pid_t pid;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 1)
+		return fail_usage("usage: session up [--log FILE] FILE");
+	/* Refused here, with the parser's message, before any process starts. */
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_load(&s, ctx, argv[optind], &error);
+	clip_ctx_unref(ctx);
+	if (r < 0)
+		return fail_error(argv[optind], r, error);
+	if (!realpath(argv[optind], file)) {
+		clip_session_unref(s);
+		return fail_error(argv[optind], -errno, NULL);
+	}
+	if (o.log) {
+		log = open(o.log, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (log < 0) {
+			clip_session_unref(s);
+			return fail_error(o.log, -errno, NULL);
+		}
+	}
+	if (pipe2(rp, O_CLOEXEC) < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		clip_session_unref(s);
+		return fail_error("pipe", -errno, NULL);
+	}
+	pid = fork();
+	if (pid < 0) {
+		clip_session_unref(s);
+		return fail_error("fork", -errno, NULL);
+	}
+	if (pid == 0) {
+		/* Double fork: the runner is nobody's child but init's. */
+		if (fork() != 0)
+			_exit(0);
+		exec_runner(c, file, rp[1], log >= 0 ? log : ep[1]);
+	}
+	close(rp[1]);
+	close(ep[1]);
+	(void)waitpid(pid, &status, 0);
+	r = wait_ready(rp[0], ep[0]);
+	close(rp[0]);
+	close(ep[0]);
+	if (r < 0) {
+		fail_error("session up", -ECHILD, NULL);
+		fprintf(stderr,
+			"clipctl: the runner of session '%s' exited before it was ready%s%s\n",
+			clip_session_get_name(s), o.log ? ": see " : "", o.log ? o.log : "");
+		clip_session_unref(s);
+		return EXIT_INVALID;
+	}
+	say(stdout, "session %s up", clip_session_get_name(s));
+	clip_session_unref(s);
+	return 0;
+}
+
+/* What a runner that died left: the session's registered cages, stopped. */
+static int
+down_leftovers(struct clipctl *c, struct clip_ctx *ctx, const char *name)
+{
+	struct clip_error *error = NULL;
+	char **names = NULL;
+	size_t len = strlen(name);
+	int n, stopped = 0, r = 0;
+
+	n = clip_cage_list(ctx, &names, &error);
+	if (n < 0)
+		return fail_error("cage list", n, error);
+	for (int i = 0; i < n; i++) {
+		struct clip_cage *cage = NULL;
+
+		if (strncmp(names[i], name, len) == 0 && names[i][len] == '.' &&
+		    clip_cage_attach(&cage, ctx, names[i], &error) == 0) {
+			if (clip_cage_stop(cage, 2000, &error) < 0)
+				r = fail_error(names[i], -EIO, error);
+			else {
+				say(stdout, "stopped cage %s, left by a runner that is gone",
+				    names[i]);
+				stopped++;
+			}
+			error = NULL;
+			clip_cage_unref(cage);
+		}
+		clip_error_free(error);
+		error = NULL;
+		free(names[i]);
+	}
+	free(names);
+	if (!stopped && r == 0)
+		return fail_error(name, -ESRCH, NULL);
+	return r;
+}
+
+static int
+session_down(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 1)
+		return fail_usage("usage: session down [--session-dir DIR] NAME");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_control(ctx, argv[optind], o.dir, "stop", NULL, &error);
+	if (r == -ESRCH) {
+		clip_error_free(error);
+		r = down_leftovers(c, ctx, argv[optind]);
+	} else if (r < 0)
+		r = fail_error(argv[optind], r, error);
+	else
+		say(stdout, "session %s down", argv[optind]);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
+static void
+print_missing(unsigned missing)
+{
+	static const char *const names[] = { "memory", "tasks", "cpu", "landlock", "cgroup" };
+	const char *sep = "  missing: ";
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (missing & (1u << i)) {
+			printf("%s%s", sep, names[i]);
+			sep = ",";
+		}
+}
+
+static int
+session_status(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_session_status *st = NULL;
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	unsigned pending = 0;
+	int r, agent = 0;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 1)
+		return fail_usage("usage: session status [--session-dir DIR] NAME");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_control(ctx, argv[optind], o.dir, "status", &st, &error);
+	clip_ctx_unref(ctx);
+	if (r < 0)
+		return fail_error(argv[optind], r, error);
+	(void)clip_session_status_get_mediator(st, &pending, &agent);
+	say(stdout, "session %s: %s, %u question%s pending", argv[optind],
+	    agent ? "agent connected" : "no agent connected", pending, pending == 1 ? "" : "s");
+	for (size_t i = 0; i < clip_session_status_get_n_cages(st); i++) {
+		const char *level = NULL, *name;
+		unsigned pids = 0, missing = 0, restarts = 0;
+		int state = 0;
+
+		name = clip_session_status_get_cage(st, i, &state, &level, &pids, &missing,
+						    &restarts);
+		printf("  ");
+		put_name(stdout, name);
+		printf("  ");
+		put_name(stdout, level ? level : "?");
+		printf("  %s  %u process%s  %u restart%s",
+		       state == CLIP_CAGE_RUNNING ? "running" : "stopped", pids,
+		       pids == 1 ? "" : "es", restarts, restarts == 1 ? "" : "s");
+		print_missing(missing);
+		putchar('\n');
+	}
+	clip_session_status_free(st);
+	return 0;
+}
+
+static int
+session_restart(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	char request[64];
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 2)
+		return fail_usage("usage: session restart [--session-dir DIR] NAME CAGE");
+	if (strlen(argv[optind + 1]) > 32)
+		return fail_usage("session restart: no cage is named '%.40s...'", argv[optind + 1]);
+	snprintf(request, sizeof(request), "restart %s", argv[optind + 1]);
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_control(ctx, argv[optind], o.dir, request, NULL, &error);
+	clip_ctx_unref(ctx);
+	if (r < 0)
+		return fail_error(argv[optind], r, error);
+	say(stdout, "cage %s of session %s restarted", argv[optind + 1], argv[optind]);
+	return 0;
+}
+
+int
+clipctl_session(struct clipctl *c, int argc, char **argv)
+{
+	if (argc < 1)
+		return fail_usage("session: up, down, status, restart or exec");
+	if (strcmp(argv[0], "up") == 0)
+		return session_up(c, argc, argv);
+	if (strcmp(argv[0], "down") == 0)
+		return session_down(c, argc, argv);
+	if (strcmp(argv[0], "status") == 0)
+		return session_status(c, argc, argv);
+	if (strcmp(argv[0], "restart") == 0)
+		return session_restart(c, argc, argv);
+	if (strcmp(argv[0], "exec") == 0)
+		return clipctl_session_exec(c, argc, argv);
+	return fail_usage("session: unknown command '%s'", argv[0]);
+}
