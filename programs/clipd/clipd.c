@@ -3,10 +3,15 @@
  * clipd: the reference daemon around the transfer mediator. See clipd(8).
  *
  *   clipd --config DIR [--state-dir DIR] [--agent-socket PATH] [--ready-fd N]
+ *   clipd --session FILE [--state-dir DIR] [--ready-fd N]
  *
  * DIR/cages lists the cages ("NAME LEVEL INBOX SOCKET [uid=N] [rate=N]
  * [burst=N]"), DIR/policy is the policy (clip.policy(5)). One socket per
- * cage.
+ * cage. With --session, clipd is a session's runner (clip.session(5)): the
+ * library derives and starts the cages, their inboxes and sockets and the
+ * mediator (clip-session(3)); clipd serves each cage's socket through its
+ * front, as below, and stops the session on SIGTERM, or on a "stop" that
+ * comes through the session's control socket.
  *
  * Privilege separation: each cage's socket is served by its own front
  * process, which runs as a uid of its own in an empty root, with no
@@ -68,12 +73,14 @@ struct cage_conf {
 };
 
 static struct {
-	const char *config_dir, *state_dir, *agent_socket;
+	const char *config_dir, *state_dir, *agent_socket, *session_file;
 	int ready_fd, verbose, no_privsep, rootless;
 	uint32_t timeout_ms;
 	uint64_t pending_max_per_target, pending_max_per_source; /* 0: the mediator's defaults */
 	struct cage_conf cages[CAGES_MAX];
 	size_t n_cages;
+	struct clip_session *session; /* --session */
+	int session_stopped; /* a "stop" came through the control socket */
 } arg = { .ready_fd = -1, .agent_socket = "/run/clip/confirm.sock" };
 
 static void
@@ -558,6 +565,8 @@ notify_ready(void)
 	}
 }
 
+static int setup_session(struct clip_ctx *ctx, struct clip_audit **audit, struct clip_mediator **m);
+
 static int
 setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m)
 {
@@ -585,6 +594,11 @@ setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m
 	}
 	if (arg.state_dir && clip_ctx_set_state_dir(*ctx, arg.state_dir) < 0)
 		return fail("bad state directory", NULL);
+	if (arg.session_file) {
+		if (arg.rootless && clip_ctx_set_cage_mode(*ctx, CLIP_CAGE_MODE_ROOTLESS) < 0)
+			return fail("cannot choose the rootless mode", NULL);
+		return setup_session(*ctx, audit, m);
+	}
 	if (load_cages() < 0)
 		return EXIT_FAILURE;
 	text = read_config("policy", &size);
@@ -663,6 +677,83 @@ setup(struct clip_ctx **ctx, struct clip_audit **audit, struct clip_mediator **m
 	return 0;
 }
 
+static void
+session_event(struct clip_session *s, int event, const char *cage, int status, void *userdata)
+{
+	switch (event) {
+	case CLIP_SESSION_EVENT_CAGE_ENDED:
+		fprintf(stderr, "clipd: cage '%s' ended (status %d)\n", cage, status);
+		break;
+	case CLIP_SESSION_EVENT_CAGE_RESTARTED:
+		fprintf(stderr, "clipd: cage '%s' restarted\n", cage);
+		break;
+	case CLIP_SESSION_EVENT_CAGE_FAILED:
+		fprintf(stderr, "clipd: cage '%s' is down and stays down\n", cage);
+		break;
+	case CLIP_SESSION_EVENT_STOPPED:
+		arg.session_stopped = 1;
+		break;
+	}
+}
+
+/*
+ * --session: the library starts the session; each cage's socket is then
+ * served by a front of ours, exactly as a cage of DIR/cages is.
+ */
+static int
+setup_session(struct clip_ctx *ctx, struct clip_audit **audit, struct clip_mediator **m)
+{
+	struct clip_session_status *st = NULL;
+	struct clip_error *error = NULL;
+	int r;
+
+	r = clip_session_load(&arg.session, ctx, arg.session_file, &error);
+	if (r < 0)
+		return fail("bad session", error);
+	clip_session_set_event_fn(arg.session, session_event, NULL);
+	r = clip_session_start(arg.session,
+			       arg.no_privsep ? 0 : CLIP_SESSION_START_EXTERNAL_SOCKETS, &error);
+	if (r < 0)
+		return fail("cannot start the session", error);
+	r = clip_session_get_status(arg.session, &st, &error);
+	if (r < 0)
+		return fail("session status", error);
+	for (size_t i = 0; i < clip_session_status_get_n_cages(st) && !arg.no_privsep; i++) {
+		struct cage_conf *c = &arg.cages[arg.n_cages];
+		const char *name =
+			clip_session_status_get_cage(st, i, NULL, NULL, NULL, NULL, NULL);
+		int fd = clip_session_get_socket_fd(arg.session, name);
+
+		*c = (struct cage_conf){ .inbox_fd = -1, .ctrl_fd = -1, .log_fd = -1 };
+		snprintf(c->name, sizeof(c->name), "%s", name);
+		c->check_uid = clip_session_get_cage_uid(arg.session, name, &c->uid) == 0;
+		c->listen_fd = fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 3);
+		arg.n_cages++;
+		if (c->listen_fd < 0 || front_start(c) < 0) {
+			fprintf(stderr, "clipd: cannot start the front of '%s': %m\n", name);
+			clip_session_status_free(st);
+			return EXIT_FAILURE;
+		}
+	}
+	clip_session_status_free(st);
+	*m = clip_mediator_ref(clip_session_get_mediator(arg.session));
+	*audit = clip_audit_ref(clip_session_get_audit(arg.session));
+	return 0;
+}
+
+/* The end of serve(): a session is stopped, in order, before clipd exits. */
+static int
+serve_end(int r)
+{
+	struct clip_error *error = NULL;
+
+	if (arg.session && !arg.session_stopped && clip_session_stop(arg.session, 0, &error) < 0) {
+		fail("cannot stop the session", error);
+		return EXIT_FAILURE;
+	}
+	return r;
+}
+
 static int
 serve(struct clip_mediator *m, struct clip_audit *audit)
 {
@@ -677,7 +768,9 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	p[0] = (struct pollfd){ .fd = clip_mediator_get_fd(m), .events = POLLIN };
+	p[0] = (struct pollfd){ .fd = arg.session ? clip_session_get_fd(arg.session)
+						  : clip_mediator_get_fd(m),
+				.events = POLLIN };
 	p[1] = (struct pollfd){ .fd = sfd, .events = POLLIN };
 	for (size_t i = 0; i < arg.n_cages; i++) {
 		p[2 + i] = (struct pollfd){ .fd = arg.cages[i].ctrl_fd, .events = POLLIN };
@@ -694,7 +787,7 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 			if (read(sfd, &si, sizeof(si)) != sizeof(si))
 				continue;
 			if (si.ssi_signo != SIGCHLD)
-				return EXIT_SUCCESS;
+				return serve_end(EXIT_SUCCESS);
 			/* A filter is reaped where it ran; a front that died fails us closed. */
 			for (size_t i = 0; i < arg.n_cages; i++)
 				if (arg.cages[i].front > 0 &&
@@ -709,7 +802,7 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 					fprintf(stderr, "clipd: the front of '%s' died, exiting\n",
 						arg.cages[i].name);
 					arg.cages[i].front = 0;
-					return EXIT_FAILURE;
+					return serve_end(EXIT_FAILURE);
 				}
 		}
 		for (size_t i = 0; i < arg.n_cages; i++)
@@ -724,8 +817,14 @@ serve(struct clip_mediator *m, struct clip_audit *audit)
 				c->log_fd = p[2 + arg.n_cages + i].fd = -1;
 			}
 		}
-		while (clip_mediator_dispatch(m, NULL) > 0)
+		if (!arg.session)
+			while (clip_mediator_dispatch(m, NULL) > 0)
+				;
+		while (arg.session && !arg.session_stopped &&
+		       clip_session_dispatch(arg.session, NULL) > 0)
 			;
+		if (arg.session_stopped)
+			return serve_end(EXIT_SUCCESS);
 	}
 }
 
@@ -756,7 +855,11 @@ static void
 usage(FILE *f)
 {
 	fputs("Usage: clipd --config DIR [OPTIONS]\n"
+	      "       clipd --session FILE [OPTIONS]\n"
 	      "  --config DIR          cages (DIR/cages) and policy (DIR/policy)\n"
+	      "  --session FILE        run the session of FILE (clip.session(5)): its cages,\n"
+	      "                        their wiring and the mediator; not with --config,\n"
+	      "                        --agent-socket and the --pending-max options\n"
 	      "  --state-dir DIR       keys and audit log (default $CLIP_STATE_DIR, "
 	      "/var/lib/clip)\n"
 	      "  --agent-socket PATH   where the confirmation agent connects\n"
@@ -767,7 +870,8 @@ usage(FILE *f)
 	      "  --pending-max-per-target SIZE   bytes of documents that may wait for the\n"
 	      "                        user in one inbox (default 8G)\n"
 	      "  --ready-fd N          write READY=1 to fd N once serving (NOTIFY_SOCKET too)\n"
-	      "  --rootless            label deliveries with user.clip.label\n"
+	      "  --rootless            label deliveries with user.clip.label (with --session:\n"
+	      "                        make the cages rootless too)\n"
 	      "  --no-privsep          parse requests in the main process (tests, debugging)\n"
 	      "  -v, --verbose\n"
 	      "  -h, --help            this text\n"
@@ -780,6 +884,7 @@ main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
+		{ "session", required_argument, NULL, 's' },
 		{ "state-dir", required_argument, NULL, 'd' },
 		{ "agent-socket", required_argument, NULL, 'a' },
 		{ "confirm-timeout-ms", required_argument, NULL, 't' },
@@ -796,18 +901,22 @@ main(int argc, char **argv)
 	struct clip_ctx *ctx = NULL;
 	struct clip_audit *audit = NULL;
 	struct clip_mediator *m = NULL;
-	int opt, r;
+	int opt, r, agent_socket_set = 0;
 
 	while ((opt = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			arg.config_dir = optarg;
 			break;
+		case 's':
+			arg.session_file = optarg;
+			break;
 		case 'd':
 			arg.state_dir = optarg;
 			break;
 		case 'a':
 			arg.agent_socket = optarg;
+			agent_socket_set = 1;
 			break;
 		case 't':
 			arg.timeout_ms = (uint32_t)strtoul(optarg, NULL, 10);
@@ -846,16 +955,29 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!arg.config_dir || optind != argc) {
+	if (!arg.config_dir == !arg.session_file || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
+	/* The session derives these itself (clip.session(5)). */
+	if (arg.session_file && (agent_socket_set || arg.pending_max_per_source ||
+				 arg.pending_max_per_target || arg.timeout_ms)) {
+		fprintf(stderr, "clipd: --session takes the agent's socket, the timeout and the "
+				"budgets from the session, not from --agent-socket, "
+				"--confirm-timeout-ms or --pending-max-*\n");
+		return 2;
+	}
+	/* Started by `clipctl session up`, our stderr is a pipe that clipctl
+	   leaves once we are ready: a line after that is lost, not fatal. */
+	signal(SIGPIPE, SIG_IGN);
 	openlog("clipd", LOG_PID, LOG_AUTHPRIV);
 	r = setup(&ctx, &audit, &m);
 	if (r == 0)
 		r = serve(m, audit);
 	clip_mediator_unref(m);
 	clip_audit_unref(audit);
+	/* A session that failed half-way is stopped by its last reference. */
+	clip_session_unref(arg.session);
 	clip_ctx_unref(ctx);
 	for (size_t i = 0; i < arg.n_cages; i++) {
 		clip_level_unref(arg.cages[i].level);
