@@ -328,6 +328,35 @@ cage_exec(struct clipctl *c, int argc, char **argv)
 	return r;
 }
 
+/* session exec [--uid N] [--gid N] NAME CAGE [--] CMD...: a cage of a session's runner. */
+int
+clipctl_session_exec(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_cage *cage = NULL;
+	struct clip_ctx *ctx;
+	struct cage_opts o;
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind < 3)
+		return fail_usage("usage: session exec NAME CAGE [--] CMD [ARGS...]");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_attach_cage(&cage, ctx, argv[optind], argv[optind + 1], &error);
+	if (r < 0) {
+		clip_ctx_unref(ctx);
+		return fail_error(argv[optind + 1], r, error);
+	}
+	r = run_in(cage, &o, argv + optind + 2 + (strcmp(argv[optind + 2], "--") == 0));
+	clip_cage_unref(cage);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
 static int
 cage_stop(struct clipctl *c, int argc, char **argv)
 {

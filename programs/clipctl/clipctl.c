@@ -39,6 +39,7 @@ static const struct group {
 	{ "tpm", clipctl_tpm },
 	{ "transfer", clipctl_transfer },
 	{ "audit", clipctl_audit },
+	{ "session", clipctl_session },
 };
 
 static void
@@ -59,6 +60,15 @@ usage(FILE *f)
 	      "  cage stop [--grace-ms MS] NAME   stop a cage (SIGTERM, then SIGKILL)\n"
 	      "  cage list              the running cages: name, level, init pid, processes\n"
 	      "  cage mode              how cages are made here: root or rootless\n"
+	      "  session up [--log FILE] FILE   start the session of FILE (clip.session(5))\n"
+	      "                         with its runner, clipd --session, in the background\n"
+	      "  session down [--session-dir DIR] NAME   stop a session: its mediator, then\n"
+	      "                         its cages; nothing is left\n"
+	      "  session status [--session-dir DIR] NAME   each cage's state, level and\n"
+	      "                         processes; the questions pending, the agent\n"
+	      "  session restart [--session-dir DIR] NAME CAGE   stop one cage of a session\n"
+	      "                         and start it again; the others run on\n"
+	      "  session exec NAME CAGE [--] CMD...   run CMD in a cage of a session\n"
 	      "  exec-check FILE        exit 0 when FILE may run as code, 1 otherwise\n"
 	      "  exec-policy [BIT... -- COMMAND [ARG...]]\n"
 	      "                         print the exec securebits, or run COMMAND under more\n"

@@ -73,3 +73,6 @@ int clipctl_exec_allow_tree(struct clipctl *c, int argc, char **argv);
 int clipctl_tpm(struct clipctl *c, int argc, char **argv);
 int clipctl_transfer(struct clipctl *c, int argc, char **argv);
 int clipctl_audit(struct clipctl *c, int argc, char **argv);
+int clipctl_session(struct clipctl *c, int argc, char **argv);
+/* session exec, with the other ways to run a command in a cage (clipctl-cage.c). */
+int clipctl_session_exec(struct clipctl *c, int argc, char **argv);
