@@ -14,8 +14,11 @@ work=$(mktemp -d /var/tmp/libclip-demo-XXXXXX)
 # the software TPM the demo started end with it and its state is removed.
 daemons=()
 swtpm_ctl=
+session_up=
 cleanup() {
 	local pid
+	# The session first: its runner stops the cages in order.
+	[ -z "$session_up" ] || ctl session down demo >/dev/null 2>&1 || true
 	for pid in "${daemons[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
@@ -124,49 +127,48 @@ else
 	echo "  (swtpm is not installed: skipped)"
 fi
 
-step "Mediated transfer between real cages low (s0), high (s2) and side (s1:c5): clipd in the core, the user answering yes"
-x=$work/xfer
-# clipctl and its library, bound read-only into each cage in the build's
-# layout (RUNPATH $ORIGIN/../../libclip); each cage's clipd socket alone in a
-# directory bound at /run/clip; its inbox bound at /inbox (noexec), its
-# documents at /data. The agent's socket is bound into no cage.
+step "A session of three levels, low (s0), high (s2) and side (s1:c5), from one file (examples/sessions/demo.session)"
+# The library derives the wiring from the session file: each cage's inbox
+# (owned by its uid) bound noexec at /inbox, its socket's directory alone
+# at /run/clip, its data at /data, the agent's socket bound into none; the
+# runner, clipd --session, serves each cage's socket through a front.
+# Relative paths in the file resolve against its own directory: a copy in
+# $work keeps every document in $work. The only thing added by hand: this
+# build's clipctl and libclip, bound read-only into each cage in the build's
+# layout (RUNPATH $ORIGIN/../../libclip), since nothing is installed.
+x=$work/session
+cp -r "$(dirname "$0")/sessions" "$x"
+chmod 711 "$work" "$x"
 bin_dir=$(cd "$build/programs/clipctl" && pwd -P)
 lib_dir=$(cd "$build/libclip" && pwd -P)
-mkdir -p "$x/cfg" "$x/run" "$x/cstate"
-chmod 711 "$work" "$x"
-: >"$x/cfg/cages"
-for c in "low s0 $((0x7b10 * 65536))" "high s2 $((0x7b11 * 65536))" "side s1:c5 $((0x7b12 * 65536))"; do
-	set -- $c
-	mkdir -p "$x/in-$1" "$x/data-$1" "$x/sock-$1"
-	if [ ${#mode[@]} -eq 0 ]; then
-		# Run by root: the socket serves only the cage's uid, the inbox is its.
-		echo "$1 $2 $x/in-$1 $x/sock-$1/transfer.sock uid=$3" >>"$x/cfg/cages"
-		chown "$3:$3" "$x/in-$1" "$x/data-$1"
+for profile in "$x"/*.cage; do
+	binds="BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip"
+	if grep -q '^\[Files\]$' "$profile"; then
+		sed -i "/^\[Files\]\$/a $binds" "$profile"
 	else
-		echo "$1 $2 $x/in-$1 $x/sock-$1/transfer.sock" >>"$x/cfg/cages"
+		printf '\n[Files]\n%s\n' "$binds" >>"$profile"
 	fi
-	printf '[Cage]\nName=%s\nLevel=%s\nUidBase=%s\nDataDirectory=%s\n[Files]\nBindReadOnly=%s:/opt/clip/programs/clipctl %s:/opt/clip/libclip %s:/run/clip\nBind=%s:/inbox\n[Network]\nMode=none\n[Security]\nWriteXorExecute=yes\n' \
-		"$1" "$2" "$3" "$x/data-$1" "$bin_dir" "$lib_dir" "$x/sock-$1" "$x/in-$1" >"$x/$1.cage"
 done
-printf 'low high ask\nhigh low ask encrypt\n@any @any deny\n' | tee "$x/cfg/policy" | sed 's/^/  policy: /'
-mkfifo "$x/ready" "$x/agent-ready"
-"$build/programs/clipd/clipd" --config "$x/cfg" --state-dir "$state" --agent-socket "$x/run/confirm.sock" "${mode[@]}" --ready-fd 3 3>"$x/ready" 2>"$x/clipd.log" &
+sed -n '/^\[Transfer\]/,$p' "$x/demo.session" | sed 's/^/  /'
+printf '$ clipctl session up demo.session\n'
+ctl session up --log "$work/runner.log" "$x/demo.session" 2>&1 | sed 's/^/  /'
+session_up=1
+printf '$ clipctl session status demo\n'
+ctl session status demo 2>&1 | sed 's/^/  /'
+mkfifo "$work/agent-ready"
+"$build/programs/clip-confirm/clip-confirm" --socket "$state/sessions/demo/confirm.sock" --auto yes --ready-fd 3 3>"$work/agent-ready" >"$work/agent.log" &
 daemons+=($!)
-read -r _ <"$x/ready"
-"$build/programs/clip-confirm/clip-confirm" --socket "$x/run/confirm.sock" --auto yes --ready-fd 3 3>"$x/agent-ready" >"$x/agent.log" &
-daemons+=($!)
-read -r _ <"$x/agent-ready"
-echo "quarterly figures" >"$x/data-low/figures.txt"
-echo "TOP SECRET plans" >"$x/data-high/plans.txt"
-chmod 644 "$x/data-low/figures.txt" "$x/data-high/plans.txt"
-[ ${#mode[@]} -eq 0 ] && chown $((0x7b10 * 65536)) "$x/data-low/figures.txt" && chown $((0x7b11 * 65536)) "$x/data-high/plans.txt"
-in_cage() { # CAGE COMMAND...: run COMMAND in a new cage
+read -r _ <"$work/agent-ready"
+in_cage() { # CAGE COMMAND...: run COMMAND in the session's cage CAGE
 	local cage=$1
 	shift
-	"$clipctl" --state-dir "$x/cstate" cage run --profile "$x/$cage.cage" -- "$@" 2>&1 | sed "s/^/  $cage| /"
+	ctl session exec demo "$cage" -- "$@" 2>&1 | sed "s/^/  $cage| /"
+	return "${PIPESTATUS[0]}"
 }
+in_cage low sh -c 'echo "quarterly figures" >/data/figures.txt'
+in_cage high sh -c 'echo "TOP SECRET plans" >/data/plans.txt'
 send() { # FROM FILE TO [refused]: clipctl transfer send, run inside the cage FROM
-	printf '$ clipctl cage run --profile %s.cage -- clipctl transfer send /data/%s --to %s\n' "$1" "$2" "$3"
+	printf '$ clipctl session exec demo %s -- clipctl transfer send /data/%s --to %s\n' "$1" "$2" "$3"
 	if in_cage "$1" /opt/clip/programs/clipctl/clipctl transfer send "/data/$2" --to "$3"; then
 		[ -z "${4:-}" ] || { echo "  !! accepted: that is a bug" >&2; exit 1; }
 	else
@@ -175,20 +177,23 @@ send() { # FROM FILE TO [refused]: clipctl transfer send, run inside the cage FR
 	fi
 }
 send low figures.txt high
-sed -n '/=== transfer/,/allowed/p' "$x/agent.log" | sed 's/^/  agent| /'
-printf '$ clipctl cage run --profile high.cage -- cat /inbox/figures.txt\n'
+sed -n '/=== transfer/,/allowed/p' "$work/agent.log" | sed 's/^/  agent| /'
+printf '$ clipctl session exec demo high -- cat /inbox/figures.txt\n'
 in_cage high cat /inbox/figures.txt
 send high plans.txt low
-printf '$ clipctl cage run --profile low.cage -- head -c 8 /inbox/plans.txt   # an envelope: the low cage cannot read it\n'
+printf '$ clipctl session exec demo low -- head -c 8 /inbox/plans.txt   # an envelope: the low cage cannot read it\n'
 in_cage low sh -c 'head -c 8 /inbox/plans.txt; echo; grep -q SECRET /inbox/plans.txt && echo "plain text!" || echo "no plain text in it"'
 printf '$ clipctl transfer open plans.txt --for low   # in the core, with its key\n'
-ctl transfer open "$x/in-low/plans.txt" --for low 2>&1 | sed 's/^/  /'
+ctl transfer open "$state/sessions/demo/inbox/low/plans.txt" --for low 2>&1 | sed 's/^/  /'
 send high plans.txt side refused   # s2 and s1:c5: neither dominates
-printf '$ clipctl cage run --profile low.cage -- ls /run/clip   # its own socket, not the agent'"'"'s or another cage'"'"'s\n'
+printf '$ clipctl session exec demo low -- ls /run/clip   # its own socket, not the agent'"'"'s or another cage'"'"'s\n'
 in_cage low ls /run/clip
 run --state-dir "$state" audit verify || true
 kill "${daemons[@]}" 2>/dev/null || true
 wait "${daemons[@]}" 2>/dev/null || true
 daemons=()
+printf '$ clipctl session down demo\n'
+ctl session down demo 2>&1 | sed 's/^/  /'
+session_up=
 
 step "The demo touched nothing outside $work, which is now removed"
