@@ -33,6 +33,8 @@ struct clip_cage_profile;
 #define CLIP_CAGE_NAME_MAX 32
 #define CLIP_CAGE_BINDS_MAX 64
 #define CLIP_CAGE_SYSCALLS_MAX 128
+#define CLIP_CAGE_PORTS_MAX 64 /* TCP ports of each kind: clip_cage_profile_add_port() */
+#define CLIP_CAGE_LANDLOCK_ABI_MAX 7 /* the newest Landlock ABI libclip uses */
 
 /* How cages are made: clip_ctx_set_cage_mode(). */
 #define CLIP_CAGE_MODE_AUTO 0 /* decided from what the process has */
@@ -46,6 +48,10 @@ struct clip_cage_profile;
 
 /* Flags of clip_cage_profile_add_bind(). */
 #define CLIP_CAGE_BIND_RW (1u << 0)
+
+/* Kinds of clip_cage_profile_add_port(). */
+#define CLIP_CAGE_PORT_BIND (1u << 0)
+#define CLIP_CAGE_PORT_CONNECT (1u << 1)
 
 /* Flags of clip_cage_start() and clip_cage_start_spawn(). */
 #define CLIP_CAGE_START_REGISTER (1u << 0)
@@ -65,6 +71,11 @@ struct clip_cage_profile;
 #define CLIP_CAGE_MISSING_CPU (1u << 2)
 #define CLIP_CAGE_MISSING_LANDLOCK (1u << 3)
 #define CLIP_CAGE_MISSING_CGROUP (1u << 4) /* limits, but no cgroup of its own */
+#define CLIP_CAGE_MISSING_LANDLOCK_NET (1u << 5) /* TCP ports unchecked: Landlock ABI < 4 */
+#define CLIP_CAGE_MISSING_LANDLOCK_IOCTL (1u << 6) /* device ioctls allowed: ABI < 5 */
+#define CLIP_CAGE_MISSING_LANDLOCK_SCOPE (1u << 7) /* abstract sockets, signals: ABI < 6 */
+#define CLIP_CAGE_MISSING_LANDLOCK_LOG \
+	(1u << 8) /* Landlock's denials not seen: ABI < 7, no audit */
 
 /* Resource limits; 0 means "no limit". */
 struct clip_cage_limits {
@@ -420,6 +431,43 @@ int clip_cage_profile_has_uid_base(const struct clip_cage_profile *profile);
  */
 int clip_cage_profile_set_start_timeout(struct clip_cage_profile *profile, unsigned seconds,
 					struct clip_error **reterr);
+
+/**
+ * clip_cage_profile_add_port - a TCP port the cage may bind or connect to
+ * (TCPBindPorts=, TCPConnectPorts=)
+ *
+ * Where the kernel has Landlock ABI 4 or later, a cage binds and connects
+ * TCP sockets (IPv4 and IPv6) only to the ports its profile lists: none by
+ * default. Without it, clip_cage_get_missing() says
+ * CLIP_CAGE_MISSING_LANDLOCK_NET. A port added twice is kept once. Ports
+ * have no use without a network (CLIP_CAGE_NET_NONE).
+ *
+ * @param kind CLIP_CAGE_PORT_BIND or CLIP_CAGE_PORT_CONNECT, or both
+ * @param port 1 to 65535
+ * @param reterr optional
+ * @return 0, or -EINVAL, -E2BIG (more than CLIP_CAGE_PORTS_MAX of a kind).
+ * @since 0.1
+ */
+int clip_cage_profile_add_port(struct clip_cage_profile *profile, unsigned kind, unsigned port,
+			       struct clip_error **reterr);
+
+/**
+ * clip_cage_profile_set_landlock_min_abi - the oldest Landlock ABI the cage
+ * may start with (LandlockMinimumABI=)
+ *
+ * A start on a kernel whose Landlock is older (or missing) fails with
+ * -EOPNOTSUPP and says which ABI the profile requires and which the kernel
+ * has, instead of starting with the protections it lacks reported by
+ * clip_cage_get_missing(). ABI 4 brings TCP ports, 5 device ioctls, 6 the
+ * scoping of abstract sockets and signals, 7 the logging of denials.
+ *
+ * @param abi 1 to CLIP_CAGE_LANDLOCK_ABI_MAX, or 0: no minimum (the default)
+ * @param reterr optional
+ * @return 0, or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_profile_set_landlock_min_abi(struct clip_cage_profile *profile, unsigned abi,
+					   struct clip_error **reterr);
 
 /**
  * clip_ctx_set_cage_mode - choose how the cages of a context are made

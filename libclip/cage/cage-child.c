@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,9 +66,25 @@
 #define LL_FS_MAKE_SYM (1ull << 12)
 #define LL_FS_REFER (1ull << 13) /* ABI 2 */
 #define LL_FS_TRUNCATE (1ull << 14) /* ABI 3 */
+/* Newer than the headers of Debian 12 (Landlock ABI 3): linux/landlock.h of Linux 6.15. */
+#define LL_FS_IOCTL_DEV (1ull << 15) /* ABI 5 */
+#define LL_RULE_NET_PORT 2 /* ABI 4 */
+#define LL_NET_BIND_TCP (1ull << 0)
+#define LL_NET_CONNECT_TCP (1ull << 1)
+#define LL_SCOPE_ABSTRACT_UNIX_SOCKET (1ull << 0) /* ABI 6 */
+#define LL_SCOPE_SIGNAL (1ull << 1)
+#define LL_RESTRICT_SELF_LOG_NEW_EXEC_ON (1u << 1) /* ABI 7 */
 
+/* The first 8 bytes up to ABI 3, 16 from ABI 4, all from ABI 6: the kernel takes the size. */
 struct ll_ruleset_attr {
 	uint64_t handled_access_fs;
+	uint64_t handled_access_net;
+	uint64_t scoped;
+};
+
+struct ll_net_port_attr {
+	uint64_t allowed_access;
+	uint64_t port;
 };
 
 struct ll_path_beneath_attr {
@@ -681,14 +698,19 @@ static int
 landlock_rule(int ruleset, const char *path, uint64_t access, uint64_t handled)
 {
 	/* What the kernel accepts on a file that is not a directory (a bound file or socket). */
-	const uint64_t file = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE;
-	int fd = open(path, O_PATH | O_CLOEXEC), r;
+	const uint64_t file = LL_FS_EXECUTE | LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_TRUNCATE |
+			      LL_FS_IOCTL_DEV;
+	int fd, r;
 	struct stat st;
 
+	/* Nothing of it handled (IOCTL_DEV before ABI 5): no rule, which the kernel would refuse. */
+	if ((access & handled) == 0)
+		return 0;
+	fd = open(path, O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -1;
 	r = fstat(fd, &st);
-	if (r == 0)
+	if (r == 0 && (access & handled & (S_ISDIR(st.st_mode) ? ~UINT64_C(0) : file)) != 0)
 		r = landlock_rule_fd(ruleset, fd,
 				     access & handled &
 					     (S_ISDIR(st.st_mode) ? ~UINT64_C(0) : file));
@@ -697,18 +719,53 @@ landlock_rule(int ruleset, const char *path, uint64_t access, uint64_t handled)
 }
 
 /*
+ * What of the ABIs after 3 a ruleset uses: the kernel's ABI, less what a
+ * test-hooks build switches off (@test: CLIP_TEST_DISABLE), so that each
+ * part can be shown to be the guard (tests/escape) and the ABI 3 ruleset
+ * timed against the full one (tests/bench/bench-landlock.c).
+ */
+unsigned
+cage_landlock_features(int abi, const char *test)
+{
+	unsigned f = 0;
+
+	if (abi >= 4 && !test_hook_list_has(test, "landlock-net"))
+		f |= CAGE_LL_NET;
+	if (abi >= 5 && !test_hook_list_has(test, "landlock-ioctl"))
+		f |= CAGE_LL_IOCTL;
+	if (abi >= 6 && !test_hook_list_has(test, "landlock-scope"))
+		f |= CAGE_LL_SCOPE;
+	if (abi >= 7)
+		f |= CAGE_LL_LOG;
+	return f;
+}
+
+static int
+landlock_port(int ruleset, uint64_t access, uint16_t port)
+{
+	struct ll_net_port_attr a = { .allowed_access = access, .port = port };
+
+	return syscall(__NR_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &a, 0) < 0 ? -1 : 0;
+}
+
+/*
  * Mirror the mounts: read everywhere, execute only beneath the top-level
  * directories on read-only mounts (the cage's root), write where the
- * cage may write, never execute there.
+ * cage may write, never execute there. From ABI 4, TCP bind and connect
+ * only to the profile's ports; from ABI 5, ioctls only on the terminals
+ * of /dev (/dev/tty, /dev/pts) and beneath the profile's binds; from ABI
+ * 6, abstract UNIX sockets and signals only within the domain.
  */
 static int
-landlock_ruleset(const struct clip_cage_profile *p, int abi)
+landlock_ruleset(const struct clip_cage_profile *p, int abi, const char *test)
 {
 	const uint64_t read = LL_FS_READ_FILE | LL_FS_READ_DIR;
 	const uint64_t write = read | LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE |
 			       LL_FS_MAKE_DIR | LL_FS_MAKE_REG | LL_FS_MAKE_SOCK | LL_FS_MAKE_FIFO |
 			       LL_FS_MAKE_SYM | LL_FS_REFER | LL_FS_TRUNCATE;
+	const unsigned features = cage_landlock_features(abi, test);
 	struct ll_ruleset_attr attr = { .handled_access_fs = (LL_FS_MAKE_SYM << 1) - 1 };
+	size_t attr_size = sizeof(attr.handled_access_fs);
 	char buf[4096];
 	int ruleset, dir, r = 0;
 	long n;
@@ -717,7 +774,17 @@ landlock_ruleset(const struct clip_cage_profile *p, int abi)
 		attr.handled_access_fs |= LL_FS_REFER;
 	if (abi >= 3)
 		attr.handled_access_fs |= LL_FS_TRUNCATE;
-	ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, sizeof(attr), 0);
+	if (features & CAGE_LL_IOCTL)
+		attr.handled_access_fs |= LL_FS_IOCTL_DEV;
+	if (features & CAGE_LL_NET) {
+		attr.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+		attr_size = offsetof(struct ll_ruleset_attr, scoped);
+	}
+	if (features & CAGE_LL_SCOPE) {
+		attr.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
+		attr_size = sizeof(attr);
+	}
+	ruleset = (int)syscall(__NR_landlock_create_ruleset, &attr, attr_size, 0);
 	if (ruleset < 0)
 		return -1;
 	r = landlock_rule(ruleset, "/", read, attr.handled_access_fs);
@@ -751,14 +818,24 @@ landlock_ruleset(const struct clip_cage_profile *p, int abi)
 				  attr.handled_access_fs);
 	if (r == 0)
 		r = landlock_rule(ruleset, "/dev", read | LL_FS_WRITE_FILE, attr.handled_access_fs);
+	/* A terminal's ioctls (TIOCGWINSZ, tcsetattr()): the controlling tty, a pty's slave. */
+	for (const char *const *t = (const char *const[]){ "/dev/tty", "/dev/pts", NULL };
+	     r == 0 && *t; t++)
+		r = landlock_rule(ruleset, *t, LL_FS_IOCTL_DEV, attr.handled_access_fs);
 	for (const char *const *w =
 		     (const char *const[]){ "/tmp", "/run", "/dev/shm", "/data", NULL };
 	     r == 0 && *w; w++)
 		r = landlock_rule(ruleset, *w, write, attr.handled_access_fs);
+	/* What the profile binds is the administrator's choice, devices included. */
 	for (size_t i = 0; r == 0 && i < p->n_mounts; i++)
-		if (p->mounts[i].rw)
-			r = landlock_rule(ruleset, p->mounts[i].target, write,
+		if (p->mounts[i].source || p->mounts[i].rw)
+			r = landlock_rule(ruleset, p->mounts[i].target,
+					  (p->mounts[i].rw ? write : 0) | LL_FS_IOCTL_DEV,
 					  attr.handled_access_fs);
+	for (size_t i = 0; r == 0 && (features & CAGE_LL_NET) && i < p->n_bind_ports; i++)
+		r = landlock_port(ruleset, LL_NET_BIND_TCP, p->bind_ports[i]);
+	for (size_t i = 0; r == 0 && (features & CAGE_LL_NET) && i < p->n_connect_ports; i++)
+		r = landlock_port(ruleset, LL_NET_CONNECT_TCP, p->connect_ports[i]);
 	if (r < 0) {
 		close(ruleset);
 		return -1;
@@ -766,21 +843,27 @@ landlock_ruleset(const struct clip_cage_profile *p, int abi)
 	return ruleset;
 }
 
-/* A Landlock domain from @ruleset: a new one, or one nested in the caller's. */
+/*
+ * A Landlock domain from @ruleset: a new one, or one nested in the
+ * caller's. From ABI 7, denials after the execve() to come are logged too
+ * (the kernel's default logs only those before it): they are the cage's
+ * program's (doc/cage.md, "Landlock", says who can read them).
+ */
 static int
-landlock_restrict(int ruleset)
+landlock_restrict(int ruleset, int abi)
 {
-	return (int)syscall(__NR_landlock_restrict_self, ruleset, 0);
+	return (int)syscall(__NR_landlock_restrict_self, ruleset,
+			    abi >= 7 ? LL_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0);
 }
 
 static int
-landlock_apply(const struct clip_cage_profile *p, int abi)
+landlock_apply(const struct clip_cage_profile *p, int abi, const char *test)
 {
-	int ruleset = landlock_ruleset(p, abi), r;
+	int ruleset = landlock_ruleset(p, abi, test), r;
 
 	if (ruleset < 0)
 		return -1;
-	r = landlock_restrict(ruleset);
+	r = landlock_restrict(ruleset, abi);
 	close(ruleset);
 	return r;
 }
@@ -977,9 +1060,9 @@ cage_exec_main(const struct cage_exec_args *a)
 	restrict_process(a->profile->caps, fail_fd, test);
 	/* From init: a domain nested in init's, so that we cannot reach init (ptrace scoping). */
 	if (a->landlock_ruleset >= 0)
-		CHECK(STEP_LANDLOCK, landlock_restrict(a->landlock_ruleset));
+		CHECK(STEP_LANDLOCK, landlock_restrict(a->landlock_ruleset, a->landlock_abi));
 	else if (a->landlock_abi > 0 && !test_hook_list_has(test, "landlock"))
-		CHECK(STEP_LANDLOCK, landlock_apply(a->profile, a->landlock_abi));
+		CHECK(STEP_LANDLOCK, landlock_apply(a->profile, a->landlock_abi, test));
 	/*
 	 * W^X: no memfd of the cage ever executes (memfd_noexec_set()); the
 	 * filter where the pid namespace says otherwise. Read before the
@@ -1207,8 +1290,8 @@ cage_init_main(const struct cage_init_args *a)
 	 * anything, come last.
 	 */
 	if (landlock_early) {
-		CHECK(STEP_LANDLOCK, ruleset = landlock_ruleset(p, a->landlock_abi));
-		CHECK(STEP_LANDLOCK, landlock_restrict(ruleset));
+		CHECK(STEP_LANDLOCK, ruleset = landlock_ruleset(p, a->landlock_abi, test));
+		CHECK(STEP_LANDLOCK, landlock_restrict(ruleset, a->landlock_abi));
 	}
 	if (seccomp_early)
 		CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
@@ -1251,7 +1334,7 @@ cage_init_main(const struct cage_init_args *a)
 	securebits_set(false, fail_fd, NULL);
 	restrict_process(0, fail_fd, NULL);
 	if (a->landlock_abi > 0 && !landlock_early)
-		CHECK(STEP_LANDLOCK, landlock_apply(p, a->landlock_abi));
+		CHECK(STEP_LANDLOCK, landlock_apply(p, a->landlock_abi, test));
 	if (!seccomp_early)
 		CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
 	CHECK(STEP_SECCOMP, seccomp_additions(p));

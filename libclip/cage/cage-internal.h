@@ -63,6 +63,12 @@ struct clip_cage_profile {
 	size_t n_syscalls;
 	bool wx;
 	bool measure; /* Measure=yes: the start extends the TPM's measurement PCR */
+	unsigned landlock_min_abi; /* LandlockMinimumABI=, 0: none */
+	/* TCPBindPorts=, TCPConnectPorts=: sorted, each once */
+	uint16_t bind_ports[CLIP_CAGE_PORTS_MAX];
+	size_t n_bind_ports;
+	uint16_t connect_ports[CLIP_CAGE_PORTS_MAX];
+	size_t n_connect_ports;
 
 	/* The compiled seccomp filter of the additions, made once per profile, or NULL (cage-seccomp.c). */
 	struct sock_filter *bpf;
@@ -357,6 +363,15 @@ void cage_msg_send(int fd, int type, int step, int error, int value);
 
 /* The highest Landlock ABI of the running kernel, or 0. */
 int cage_landlock_abi(void);
+
+/* What a cage's ruleset uses of the Landlock ABIs after 3 (cage_landlock_features()). */
+#define CAGE_LL_NET (1u << 0) /* ABI 4: TCP bind and connect by port */
+#define CAGE_LL_IOCTL (1u << 1) /* ABI 5: ioctl on devices */
+#define CAGE_LL_SCOPE (1u << 2) /* ABI 6: abstract UNIX sockets and signals */
+#define CAGE_LL_LOG (1u << 3) /* ABI 7: denials logged after execve() */
+
+/* The parts of @abi a ruleset uses, less those that @test (CLIP_TEST_DISABLE) switches off. */
+unsigned cage_landlock_features(int abi, const char *test);
 
 struct clone_args;
 long cage_clone3(struct clone_args *ca);

@@ -611,6 +611,77 @@ clip_cage_profile_set_measure(struct clip_cage_profile *p, int on, struct clip_e
 	return 0;
 }
 
+/* @port into the sorted list @ports of @n: 0, or -E2BIG. */
+static int
+port_insert(uint16_t *ports, size_t *n, uint16_t port)
+{
+	size_t i = 0;
+
+	while (i < *n && ports[i] < port)
+		i++;
+	if (i < *n && ports[i] == port)
+		return 0;
+	if (*n >= CLIP_CAGE_PORTS_MAX)
+		return -E2BIG;
+	memmove(ports + i + 1, ports + i, (*n - i) * sizeof(ports[0]));
+	ports[i] = port;
+	(*n)++;
+	return 0;
+}
+
+static int
+port_add(struct clip_cage_profile *p, unsigned kind, unsigned port)
+{
+	int r = 0;
+
+	if (port == 0 || port > UINT16_MAX)
+		return -EINVAL;
+	if (kind & CLIP_CAGE_PORT_BIND)
+		r = port_insert(p->bind_ports, &p->n_bind_ports, (uint16_t)port);
+	if (r == 0 && (kind & CLIP_CAGE_PORT_CONNECT))
+		r = port_insert(p->connect_ports, &p->n_connect_ports, (uint16_t)port);
+	return r;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_add_port(struct clip_cage_profile *p, unsigned kind, unsigned port,
+			   struct clip_error **reterr)
+{
+	const unsigned kinds = CLIP_CAGE_PORT_BIND | CLIP_CAGE_PORT_CONNECT;
+	int r;
+
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	cage_assert_arg(kind != 0 && (kind & ~kinds) == 0, reterr,
+			"%s: kind 0x%x is not CLIP_CAGE_PORT_BIND or _CONNECT", __func__, kind);
+
+	r = port_add(p, kind, port);
+	if (r == -EINVAL)
+		return api_return(error_set(reterr, r, "TCP port %u is not from 1 to 65535", port),
+				  reterr);
+	if (r < 0)
+		return api_return(error_set(reterr, r, "TCP port %u: more than %d ports of a kind",
+					    port, CLIP_CAGE_PORTS_MAX),
+				  reterr);
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_profile_set_landlock_min_abi(struct clip_cage_profile *p, unsigned abi,
+				       struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	cage_assert_arg(p, reterr, "%s: the profile is NULL", __func__);
+	if (abi > CLIP_CAGE_LANDLOCK_ABI_MAX)
+		return api_return(error_set(reterr, -EINVAL,
+					    "Landlock ABI %u: libclip knows ABIs 1 to %d", abi,
+					    CLIP_CAGE_LANDLOCK_ABI_MAX),
+				  reterr);
+
+	p->landlock_min_abi = abi;
+	return 0;
+}
+
 CLIP_EXPORT int
 clip_cage_profile_set_start_timeout(struct clip_cage_profile *p, unsigned seconds,
 				    struct clip_error **reterr)
@@ -846,6 +917,27 @@ parse_address(struct ini *ps, const struct ini_key *k, char *value, size_t offse
 }
 
 static int
+add_port(struct clip_cage_profile *p, const struct ini_key *k, char *word)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64(word, UINT32_MAX, &v, &end) < 0 || *end || v == 0 || v > UINT16_MAX)
+		return -EINVAL;
+	return port_add(p,
+			strcmp(k->name, "TCPBindPorts") == 0 ? CLIP_CAGE_PORT_BIND
+							     : CLIP_CAGE_PORT_CONNECT,
+			(unsigned)v);
+}
+
+static int
+parse_ports(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
+{
+	return parse_words(ps, k, value, offset, 0, add_port, CLIP_CAGE_PORTS_MAX,
+			   "is not a TCP port from 1 to 65535");
+}
+
+static int
 parse_memory(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
 {
 	static const char units[] = "KMGT";
@@ -950,6 +1042,20 @@ parse_measure(struct ini *ps, const struct ini_key *k, char *value, size_t offse
 	return parse_yes_no(ps, k, value, offset, &pp(ps)->measure);
 }
 
+static int
+parse_landlock_abi(struct ini *ps, const struct ini_key *k, char *value, size_t offset)
+{
+	const char *end;
+	uint64_t v;
+
+	if (parse_u64(value, 255, &v, &end) < 0 || *end || v == 0 || v > CLIP_CAGE_LANDLOCK_ABI_MAX)
+		return ini_error(ps, k, offset, -EINVAL,
+				 "'%.40s' is not a Landlock ABI from 1 to %d", value,
+				 CLIP_CAGE_LANDLOCK_ABI_MAX);
+	pp(ps)->landlock_min_abi = (unsigned)v;
+	return 0;
+}
+
 static const struct ini_key keys[] = {
 	{ SECTION_CAGE, "Name", parse_name, false },
 	{ SECTION_CAGE, "Level", parse_level, false },
@@ -962,6 +1068,8 @@ static const struct ini_key keys[] = {
 	{ SECTION_FILES, "TemporaryFileSystem", parse_tmpfs, false },
 	{ SECTION_NETWORK, "Mode", parse_net_mode, false },
 	{ SECTION_NETWORK, "Address", parse_address, false },
+	{ SECTION_NETWORK, "TCPBindPorts", parse_ports, false },
+	{ SECTION_NETWORK, "TCPConnectPorts", parse_ports, false },
 	{ SECTION_LIMITS, "MemoryMax", parse_memory, false },
 	{ SECTION_LIMITS, "TasksMax", parse_tasks, false },
 	{ SECTION_LIMITS, "CPUQuota", parse_cpu, false },
@@ -969,6 +1077,7 @@ static const struct ini_key keys[] = {
 	{ SECTION_SECURITY, "SystemCallFilter", parse_syscalls, false },
 	{ SECTION_SECURITY, "WriteXorExecute", parse_wx, false },
 	{ SECTION_SECURITY, "Measure", parse_measure, false },
+	{ SECTION_SECURITY, "LandlockMinimumABI", parse_landlock_abi, false },
 };
 
 static int
@@ -1003,6 +1112,11 @@ profile_parse(struct clip_cage_profile **ret, const char *filename, const char *
 	if ((p->net_mode == CLIP_CAGE_NET_VETH) != !!p->address)
 		return error_setf(reterr, -EINVAL, (int)size,
 				  "%s: [Network] Address= is needed with Mode=veth, and only then",
+				  ps.filename);
+	if (p->net_mode == CLIP_CAGE_NET_NONE && (p->n_bind_ports || p->n_connect_ports))
+		return error_setf(reterr, -EINVAL, (int)size,
+				  "%s: [Network] TCPBindPorts= and TCPConnectPorts= need "
+				  "Mode=loopback or veth",
 				  ps.filename);
 	*ret = steal_ptr(p);
 	return 0;
@@ -1101,6 +1215,16 @@ format_mounts(FILE *f, const struct clip_cage_profile *p, const char *key, int k
 		fputc('\n', f);
 }
 
+/* Sorted, each once (port_insert()): canonical text. */
+static void
+format_ports(FILE *f, const char *key, const uint16_t *ports, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? " " : key, ports[i]);
+	if (n)
+		fputc('\n', f);
+}
+
 static int
 profile_format(const struct clip_cage_profile *p, char **ret)
 {
@@ -1133,6 +1257,8 @@ profile_format(const struct clip_cage_profile *p, char **ret)
 	fprintf(f, "\n[Network]\nMode=%s\n", modes[p->net_mode]);
 	if (p->address)
 		fprintf(f, "Address=%s\n", p->address);
+	format_ports(f, "TCPBindPorts=", p->bind_ports, p->n_bind_ports);
+	format_ports(f, "TCPConnectPorts=", p->connect_ports, p->n_connect_ports);
 	fputs("\n[Limits]\n", f);
 	if (p->limits.memory_max)
 		fprintf(f, "MemoryMax=%llu\n", (unsigned long long)p->limits.memory_max);
@@ -1176,6 +1302,9 @@ profile_format(const struct clip_cage_profile *p, char **ret)
 	}
 	fprintf(f, "WriteXorExecute=%s\n", p->wx ? "yes" : "no");
 	fprintf(f, "Measure=%s\n", p->measure ? "yes" : "no");
+	/* Only when set: the canonical text of a profile without it is unchanged. */
+	if (p->landlock_min_abi)
+		fprintf(f, "LandlockMinimumABI=%u\n", p->landlock_min_abi);
 	if (fclose(f) != 0 || r < 0) {
 		free(text);
 		return -ENOMEM;

@@ -23,7 +23,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/audit.h>
 #include <linux/if.h>
+#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
@@ -551,6 +553,75 @@ cage_measure(struct clip_cage *c, struct clip_error **reterr)
 
 static int cage_stop(struct clip_cage *c, unsigned grace_ms, struct clip_error **reterr);
 
+/*
+ * Whether Landlock's denial records (ABI 7) reach anyone who could pass
+ * them on: they go to the kernel's audit, which only the host's root
+ * reads (CAP_AUDIT_READ in the initial user namespace), and only while
+ * audit is on. libclip does not read them yet: the answer is why they
+ * are not shown, asked once per process.
+ */
+static const char *
+landlock_audit_state(void)
+{
+	static const char *reason;
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = AUDIT_NLGRP_READLOG };
+	struct {
+		struct nlmsghdr h;
+		struct audit_status s;
+	} m = { .h = { .nlmsg_len = NLMSG_LENGTH(0),
+		       .nlmsg_type = AUDIT_GET,
+		       .nlmsg_flags = NLM_F_REQUEST } };
+	_cleanup_close_ int fd = -1;
+
+	if (reason)
+		return reason;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+	if (fd < 0)
+		reason = "this kernel has no audit";
+	else if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		reason = "only the host's root reads the kernel's audit records";
+	else if (send(fd, &m.h, m.h.nlmsg_len, 0) < 0 ||
+		 recv(fd, &m, sizeof(m), 0) < (ssize_t)NLMSG_LENGTH(2 * sizeof(uint32_t)) ||
+		 m.h.nlmsg_type != AUDIT_GET)
+		reason = "the kernel's audit does not answer";
+	else if (!m.s.enabled)
+		reason = "the kernel's audit is off (auditctl -e 1)";
+	else
+		reason = "the kernel's audit has them; libclip does not read them yet";
+	return reason;
+}
+
+/*
+ * What the kernel's Landlock cannot enforce (or a test-hooks build
+ * switched off), as a missing cgroup limit: a CLIP_CAGE_MISSING_* bit
+ * each, and one line.
+ */
+static void
+landlock_missing(struct clip_cage *c)
+{
+	const unsigned f = cage_landlock_features(c->landlock_abi, test_hook_list());
+
+	if (!(f & CAGE_LL_NET))
+		c->missing |= CLIP_CAGE_MISSING_LANDLOCK_NET;
+	if (!(f & CAGE_LL_IOCTL))
+		c->missing |= CLIP_CAGE_MISSING_LANDLOCK_IOCTL;
+	if (!(f & CAGE_LL_SCOPE))
+		c->missing |= CLIP_CAGE_MISSING_LANDLOCK_SCOPE;
+	/* Not shown to the user until libclip reads the audit records. */
+	c->missing |= CLIP_CAGE_MISSING_LANDLOCK_LOG;
+	if (c->missing & (CLIP_CAGE_MISSING_LANDLOCK_NET | CLIP_CAGE_MISSING_LANDLOCK_IOCTL |
+			  CLIP_CAGE_MISSING_LANDLOCK_SCOPE))
+		log_warning(c->ctx, "cage %s: Landlock ABI %d does not enforce:%s%s%s",
+			    c->profile->name, c->landlock_abi,
+			    (c->missing & CLIP_CAGE_MISSING_LANDLOCK_NET) ? " TCP ports" : "",
+			    (c->missing & CLIP_CAGE_MISSING_LANDLOCK_IOCTL) ? " device ioctls" : "",
+			    (c->missing & CLIP_CAGE_MISSING_LANDLOCK_SCOPE)
+				    ? " abstract sockets and signals"
+				    : "");
+	log_info(c->ctx, "cage %s: Landlock's denials are not shown: %s", c->profile->name,
+		 f & CAGE_LL_LOG ? landlock_audit_state() : "they need Landlock ABI 7");
+}
+
 static int
 cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opts *first_opts,
 	   int *ret_pidfd, struct clip_error **reterr)
@@ -589,10 +660,20 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 					  p->name, base, base + CAGE_UID_RANGE - 1, base);
 	}
 	c->landlock_abi = cage_landlock_abi();
+	if (p->landlock_min_abi && (unsigned)c->landlock_abi < p->landlock_min_abi)
+		return error_setf(reterr, -EOPNOTSUPP, -1,
+				  "cage %s: its profile requires Landlock ABI %u "
+				  "(LandlockMinimumABI=), and this kernel has %s %d",
+				  p->name, p->landlock_min_abi,
+				  c->landlock_abi > 0 ? "ABI" : "no Landlock, ABI",
+				  c->landlock_abi);
 	if (c->landlock_abi <= 0) {
-		c->missing |= CLIP_CAGE_MISSING_LANDLOCK;
+		c->missing |= CLIP_CAGE_MISSING_LANDLOCK | CLIP_CAGE_MISSING_LANDLOCK_NET |
+			      CLIP_CAGE_MISSING_LANDLOCK_IOCTL | CLIP_CAGE_MISSING_LANDLOCK_SCOPE |
+			      CLIP_CAGE_MISSING_LANDLOCK_LOG;
 		log_warning(c->ctx, "cage %s: the kernel has no Landlock; going without", p->name);
-	}
+	} else
+		landlock_missing(c);
 	if (first_opts) {
 		r = cage_spawn_prepare(c, first_opts, &first_args, reterr);
 		if (r < 0)

@@ -13,12 +13,18 @@
  *                           the attempts, TAP on stdout; --root: the cage
  *                           runs in root mode (the launcher set what only
  *                           the host's root may, vm.memfd_noexec)
+ *   escape --landlock ADDR  in the serving cage, spawned beside the server
+ *                           (so in the same namespaces, in another Landlock
+ *                           domain): the attempts Landlock alone refuses,
+ *                           TCP to ADDR (the cage's own veth address, or
+ *                           127.0.0.1) at a port the profile does not list
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <arpa/inet.h>
+#include <linux/random.h>
 #include <linux/keyctl.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
@@ -281,7 +287,9 @@ attempts_processes(pid_t launcher, pid_t other)
 	      NULL);
 	/* Init of a pid namespace ignores what it has no handler for, even SIGKILL. */
 	kill(1, SIGKILL);
-	check(kill(1, 0) == 0, "pid namespace: the cage's init survives SIGKILL from inside", NULL);
+	/* Alive: in /proc (Landlock's scoping refuses even signal 0 to init's domain). */
+	check(access("/proc/1/stat", F_OK) == 0,
+	      "pid namespace: the cage's init survives SIGKILL from inside", NULL);
 
 	child = fork();
 	if (child == 0) {
@@ -461,6 +469,63 @@ attempts_network(const char *other_addr)
 	REFUSED(connect(s, (struct sockaddr *)&sa, sizeof(sa)), ENETUNREACH,
 		"network namespace: no route out");
 	close(s);
+}
+
+/* The pid of the --serve process in this pid namespace, or 0. */
+static pid_t
+find_server(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	pid_t found = 0;
+
+	while (d && !found && (e = readdir(d))) {
+		char path[sizeof("/proc//cmdline") + 256], cmd[256] = "";
+		ssize_t n;
+		int fd;
+
+		if (atoi(e->d_name) <= 1 || atoi(e->d_name) == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		n = read(fd, cmd, sizeof(cmd) - 1);
+		close(fd);
+		/* argv[0] NUL argv[1]: "/escape/escape\0--serve\0" */
+		if (n > 0 && strcmp(cmd + strlen(cmd) + 1, "--serve") == 0)
+			found = atoi(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/*
+ * Landlock's own (issue 21): from a process of the serving cage in a
+ * domain of its own, what the namespaces allow and Landlock alone refuses.
+ */
+static int
+attempts_landlock(const char *addr)
+{
+	pid_t server = find_server();
+	char detail[64];
+	int fd, count = 0;
+
+	snprintf(detail, sizeof(detail), "pid %d", (int)server);
+	check(server > 1, "landlock: control, the server runs in this pid namespace", detail);
+	REFUSED(connect_tcp(TCP_PORT, addr), EACCES,
+		"landlock: TCP connect to a port the profile does not list");
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	check(fd >= 0, "landlock: control, /dev/urandom opens", NULL);
+	REFUSED(ioctl(fd, RNDGETENTCNT, &count), EACCES, "landlock: ioctl on a device file");
+	close(fd);
+	REFUSED(connect_unix(ABSTRACT_NAME, true), EPERM,
+		"landlock: abstract socket of a process outside the domain");
+	REFUSED(server > 1 ? kill(server, 0) : -1, EPERM,
+		"landlock: signal to a process outside the domain");
+	printf("1..%d\n", n_tests);
+	return n_failed ? 1 : 0;
 }
 
 static void
@@ -776,6 +841,7 @@ main(int argc, char **argv)
 		{ "wx", no_argument, NULL, 'w' },
 		{ "limits", no_argument, NULL, 'L' },
 		{ "root", no_argument, NULL, 'R' },
+		{ "landlock", required_argument, NULL, 'K' },
 		{ 0 },
 	};
 	const char *other_data = NULL, *other_addr = NULL;
@@ -824,6 +890,8 @@ main(int argc, char **argv)
 		case 'R':
 			root = true;
 			break;
+		case 'K':
+			return attempts_landlock(optarg);
 		default:
 			return 2;
 		}

@@ -47,8 +47,10 @@ mkdir -m 0755 "$tmp/bin"
 cp "$escape" "$tmp/bin/escape"
 escdir=$tmp/bin
 
-# Root: a veth pair and an address each; rootless: loopback only.
-profile() { # NAME LEVEL DATA BASE WX ADDRESS
+# Root: a veth pair and an address each; rootless: loopback only. B binds
+# the TCP port it serves; A may connect to B's and the host's (which its
+# network namespace then refuses); neither to any other.
+profile() { # NAME LEVEL DATA BASE WX ADDRESS PORTS
 	printf '[Cage]\nName=%s\nLevel=%s\nDataDirectory=%s\nUidBase=%s\n' "$1" "$2" "$3" "$4"
 	printf '[Files]\nBindReadOnly=%s:/escape\n' "$escdir"
 	if [ "$mode" = root ]; then
@@ -56,11 +58,12 @@ profile() { # NAME LEVEL DATA BASE WX ADDRESS
 	else
 		printf '[Network]\nMode=loopback\n'
 	fi
+	printf '%s\n' "$7"
 	printf '[Limits]\nMemoryMax=64M\nTasksMax=32\n'
 	printf '[Security]\nWriteXorExecute=%s\n' "$5"
 }
-profile "$a_name" s0 "$tmp/data-a" "$a_base" yes 10.77.1.2 >"$tmp/a.cage"
-profile "$b_name" s2 "$tmp/data-b" "$b_base" no 10.77.2.2 >"$tmp/b.cage"
+profile "$a_name" s0 "$tmp/data-a" "$a_base" yes 10.77.1.2 "TCPConnectPorts=47777 47779" >"$tmp/a.cage"
+profile "$b_name" s2 "$tmp/data-b" "$b_base" no 10.77.2.2 "TCPBindPorts=47777" >"$tmp/b.cage"
 
 c=("${as[@]}" "$clipctl" --state-dir "$tmp/state")
 
@@ -116,6 +119,23 @@ if [ "$mode" = rootless ]; then
 	like "rootless: the limits not applied are reported" "$(cat "$tmp/a.err")" \
 		"limits not applied on this host: memory tasks"
 fi
+
+# Landlock's own attempts (issue 21), in cage B beside its server: the
+# same namespaces, another Landlock domain. Root: over B's own veth.
+b_addr=127.0.0.1
+[ "$mode" = root ] && b_addr=10.77.2.2
+"${c[@]}" cage exec "$b_name" -- /escape/escape --landlock "$b_addr" >"$tmp/l.out" 2>"$tmp/l.err"
+status=$?
+while IFS= read -r line; do
+	case $line in
+	"ok "*) ok "${line#ok * - }" ;;
+	"not ok "*) not_ok "${line#not ok * - }" ;;
+	"1.."*) ;;
+	*) echo "# $line" ;;
+	esac
+done <"$tmp/l.out"
+is "landlock: the attempts in cage B ran to their end and passed" "$status" 0
+[ "$status" = 0 ] || sed 's/^/#   stderr: /' "$tmp/l.err"
 
 expect 0 "cage B stops" -- "${c[@]}" cage stop --grace-ms 500 "$b_name"
 b_pid=

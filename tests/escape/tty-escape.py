@@ -289,6 +289,17 @@ try:
        t.seen())
     t.close()
 
+    # -- Landlock's device ioctls spare the terminal (issue 21) -------------
+    # tcsetattr() on the pty (stty), TIOCGWINSZ through /dev/tty.
+    t = Term(24, 80)
+    p = t.spawn(c + ["cage", "exec", name, "--", "sh", "-c",
+                     "stty -echo && stty echo && stty size </dev/tty && echo tty-ioctls-ok"])
+    wait(p)
+    ok(t.wait_for(b"tty-ioctls-ok", 5) and b"24 80" in t.seen(),
+       "terminal ioctls: a shell in the cage's pty sets its modes and reads its size",
+       t.seen())
+    t.close()
+
     # -- the relay's raw mode always ends: here on SIGTERM ------------------
     t = Term()
     before = t.state()

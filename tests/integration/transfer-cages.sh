@@ -79,6 +79,8 @@ setup() {
 
 			[Network]
 			Mode=$net
+			$([ "$net" = none ] || echo "TCPBindPorts=47801
+			TCPConnectPorts=47801")
 
 			[Security]
 			WriteXorExecute=yes
@@ -459,7 +461,8 @@ echo "# one cage's lingering socket does not stop the mediator for the others"
 # socket with unsent data and SO_LINGER 10 s, a loopback connection in its
 # own network namespace whose peer never reads. The last close() of it
 # waits 10 s: done on the mediator's loop, every cage would wait that long.
-# Its TCP connection needs lo up in its network namespace: Mode=loopback.
+# Its TCP connection needs lo up in its network namespace: Mode=loopback,
+# and its port listed for Landlock (transfer-peer.c binds 47801).
 net_low=loopback
 setup linger "low high ask
 high low ask encrypt"

@@ -237,7 +237,10 @@ static int
 linger_attack(int secs, const char *target, bool malformed)
 {
 	static uint8_t buf[64 * 1024];
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	/* A fixed port: the cage's profile lists it for Landlock (transfer-cages.sh). */
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_port = htons(47801),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct linger l = { .l_onoff = 1, .l_linger = secs };
 	struct pollfd p;
 	socklen_t len = sizeof(a);

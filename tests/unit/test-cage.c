@@ -170,23 +170,26 @@ Test(cage_profile, measure_accepted_values)
 /* What a cage with Measure=yes measures: the same for the same profile, however written. */
 Test(cage_profile, format_is_canonical)
 {
-	static const char a[] = "[Cage]\nName=c\nLevel=s2:c1,c3\n"
-				"[Files]\nBindReadOnly=/opt /usr/share/doc:/doc\n"
-				"Bind=/srv/b:/b /srv/a:/a\nTemporaryFileSystem=/var/tmp /home\n"
-				"[Network]\nMode=loopback\n"
-				"[Limits]\nMemoryMax=1G\nTasksMax=10\n"
-				"[Security]\nCapability=CAP_NET_BIND_SERVICE chown\n"
-				"SystemCallFilter=~mknod chmod\nWriteXorExecute=yes\nMeasure=yes\n";
+	static const char a[] =
+		"[Cage]\nName=c\nLevel=s2:c1,c3\n"
+		"[Files]\nBindReadOnly=/opt /usr/share/doc:/doc\n"
+		"Bind=/srv/b:/b /srv/a:/a\nTemporaryFileSystem=/var/tmp /home\n"
+		"[Network]\nMode=loopback\nTCPBindPorts=8080 443\nTCPConnectPorts=53\n"
+		"[Limits]\nMemoryMax=1G\nTasksMax=10\n"
+		"[Security]\nCapability=CAP_NET_BIND_SERVICE chown\n"
+		"SystemCallFilter=~mknod chmod\nWriteXorExecute=yes\nMeasure=yes\n"
+		"LandlockMinimumABI=6\n";
 	static const char b[] = "# the same profile, written otherwise\n"
 				"[Security]\n  Measure = yes\n"
 				"SystemCallFilter =~chmod   mknod mknod\n"
 				"Capability=cap_chown\tnet_bind_service\n"
-				"WriteXorExecute=yes\n\n"
+				"WriteXorExecute=yes\nLandlockMinimumABI = 6\n\n"
 				"[Limits]\nTasksMax=10\nMemoryMax=1048576K\n"
 				"[Files]\nTemporaryFileSystem=/home /var/tmp\n"
 				"Bind=/srv/a:/a\t/srv/b:/b\n"
 				"BindReadOnly=/usr/share/doc:/doc /opt\n"
-				"; comment\n[Network]\nMode = loopback\n"
+				"; comment\n[Network]\nMode = loopback\nTCPConnectPorts=53 53\n"
+				"TCPBindPorts=443\t8080 443\n"
 				"[Cage]\nLevel=s2:c1,c3\nName=c";
 	struct clip_cage_profile *p = parse_ok(a), *q = parse_ok(b);
 	char *ta = NULL, *tb = NULL;
@@ -196,6 +199,8 @@ Test(cage_profile, format_is_canonical)
 	cr_assert_str_eq(ta, tb);
 	cr_assert(strstr(ta, "Bind=/srv/a:/a /srv/b:/b\n"), "%s", ta);
 	cr_assert(strstr(ta, "TemporaryFileSystem=/home /var/tmp\n"), "%s", ta);
+	cr_assert(strstr(ta, "TCPBindPorts=443 8080\nTCPConnectPorts=53\n"), "%s", ta);
+	cr_assert(strstr(ta, "LandlockMinimumABI=6\n"), "%s", ta);
 	free(ta);
 	free(tb);
 	clip_cage_profile_unref(p);
@@ -255,6 +260,33 @@ static const struct refusal refusals[] = {
 	{ H "[Network]\nMode=veth\nAddress=10.0.0.256/24\n", -EINVAL, "[Network] Address:", -1 },
 	{ H "[Network]\nMode=veth\nAddress=10.0.0.1/31\n", -EINVAL, "[Network] Address:", -1 },
 	{ H "[Network]\nMode=veth\nAddress=10.0.0.1/024\n", -EINVAL, "[Network] Address:", -1 },
+	/* TCP ports for Landlock (issue 21): each refusal with its message. */
+	{ H "[Network]\nMode=loopback\nTCPBindPorts=0\n", -EINVAL,
+	  "t.cage:5: [Network] TCPBindPorts: '0' is not a TCP port from 1 to 65535", 51 },
+	{ H "[Network]\nMode=loopback\nTCPConnectPorts=65536\n", -EINVAL,
+	  "[Network] TCPConnectPorts: '65536' is not a TCP port from 1 to 65535", -1 },
+	{ H "[Network]\nMode=loopback\nTCPBindPorts=80 http\n", -EINVAL,
+	  "[Network] TCPBindPorts: 'http' is not a TCP port", -1 },
+	{ H "[Network]\nMode=loopback\nTCPBindPorts=080\n", -EINVAL,
+	  "[Network] TCPBindPorts: '080' is not a TCP port", -1 },
+	{ H "[Network]\nMode=loopback\nTCPBindPorts=-1\n", -EINVAL,
+	  "[Network] TCPBindPorts: '-1' is not a TCP port", -1 },
+	{ H "[Network]\nMode=loopback\nTCPConnectPorts=8000-8080\n", -EINVAL,
+	  "[Network] TCPConnectPorts: '8000-8080' is not a TCP port", -1 },
+	{ H "[Network]\nMode=loopback\nTCPBindPorts=\n", -EINVAL,
+	  "[Network] TCPBindPorts: empty value", -1 },
+	{ H "[Network]\nMode=loopback\nTCPBindPorts=80\nTCPBindPorts=81\n", -EINVAL,
+	  "t.cage:6: [Network] TCPBindPorts: given twice", -1 },
+	{ H "[Network]\nTCPBindPorts=80\n", -EINVAL,
+	  "t.cage: [Network] TCPBindPorts= and TCPConnectPorts= need Mode=loopback or veth", -1 },
+	{ H "[Network]\nMode=none\nTCPConnectPorts=80\n", -EINVAL,
+	  "TCPConnectPorts= need Mode=loopback or veth", -1 },
+	{ H "[Security]\nLandlockMinimumABI=0\n", -EINVAL,
+	  "t.cage:4: [Security] LandlockMinimumABI: '0' is not a Landlock ABI from 1 to 7", -1 },
+	{ H "[Security]\nLandlockMinimumABI=8\n", -EINVAL,
+	  "[Security] LandlockMinimumABI: '8' is not a Landlock ABI from 1 to 7", -1 },
+	{ H "[Security]\nLandlockMinimumABI=v6\n", -EINVAL, "[Security] LandlockMinimumABI: 'v6'",
+	  -1 },
 	{ H "[Limits]\nMemoryMax=1K\n", -EINVAL, "[Limits] MemoryMax: '1K' is not a size", -1 },
 	{ H "[Limits]\nMemoryMax=12Q\n", -EINVAL, "[Limits] MemoryMax:", -1 },
 	{ H "[Limits]\nMemoryMax=99999999999999999999\n", -EINVAL, "[Limits] MemoryMax:", -1 },
@@ -474,6 +506,43 @@ Test(cage_builder, refusals)
  * text without UidBase= gets; once set, the one formatted; the parser's
  * refusals, with the value in the message, and nothing changed by them.
  */
+/* Landlock's TCP ports and minimum ABI (issue 21), set by a program. */
+Test(cage_builder, ports_and_landlock_abi)
+{
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *e = NULL;
+	char *text = NULL;
+
+	cr_assert_eq(clip_cage_profile_new(&p, "b", &e), 0);
+	assert_refused(clip_cage_profile_add_port(p, CLIP_CAGE_PORT_BIND, 0, &e), -EINVAL,
+		       "TCP port 0 is not from 1 to 65535");
+	assert_refused(clip_cage_profile_add_port(p, CLIP_CAGE_PORT_CONNECT, 65536, &e), -EINVAL,
+		       "TCP port 65536 is not from 1 to 65535");
+	assert_refused(
+		clip_cage_profile_add_port(p, 4, 80, &e), -EINVAL,
+		"clip_cage_profile_add_port: kind 0x4 is not CLIP_CAGE_PORT_BIND or _CONNECT");
+	assert_refused(clip_cage_profile_add_port(NULL, CLIP_CAGE_PORT_BIND, 80, &e), -EINVAL,
+		       "the profile is NULL");
+	for (unsigned i = 1; i <= CLIP_CAGE_PORTS_MAX; i++)
+		cr_assert_eq(clip_cage_profile_add_port(p, CLIP_CAGE_PORT_BIND, 1000 + i, &e), 0);
+	cr_assert_eq(clip_cage_profile_add_port(p, CLIP_CAGE_PORT_BIND, 1001, &e), 0,
+		     "a port given again is kept once");
+	assert_refused(clip_cage_profile_add_port(p, CLIP_CAGE_PORT_BIND, 80, &e), -E2BIG,
+		       "TCP port 80: more than 64 ports of a kind");
+	cr_assert_eq(clip_cage_profile_add_port(p, CLIP_CAGE_PORT_BIND | CLIP_CAGE_PORT_CONNECT,
+						1064, &e),
+		     0);
+	assert_refused(clip_cage_profile_set_landlock_min_abi(p, 8, &e), -EINVAL,
+		       "Landlock ABI 8: libclip knows ABIs 1 to 7");
+	cr_assert_eq(clip_cage_profile_set_landlock_min_abi(p, 4, &e), 0);
+	cr_assert_eq(clip_cage_profile_format(p, &text), 0);
+	cr_assert(strstr(text, "TCPBindPorts=1001 1002 "), "%s", text);
+	cr_assert(strstr(text, "\nTCPConnectPorts=1064\n"), "%s", text);
+	cr_assert(strstr(text, "\nLandlockMinimumABI=4\n"), "%s", text);
+	free(text);
+	clip_cage_profile_unref(p);
+}
+
 Test(cage_builder, uid_base_set_and_got)
 {
 	static const uint32_t refused[] = { 0, 1, 65537, 4294901760u, 4294967295u };
