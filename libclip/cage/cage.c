@@ -663,10 +663,9 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	if (p->landlock_min_abi && (unsigned)c->landlock_abi < p->landlock_min_abi)
 		return error_setf(reterr, -EOPNOTSUPP, -1,
 				  "cage %s: its profile requires Landlock ABI %u "
-				  "(LandlockMinimumABI=), and this kernel has %s %d",
+				  "(LandlockMinimumABI=), and this kernel has %s%.0d",
 				  p->name, p->landlock_min_abi,
-				  c->landlock_abi > 0 ? "ABI" : "no Landlock, ABI",
-				  c->landlock_abi);
+				  c->landlock_abi > 0 ? "ABI " : "no Landlock", c->landlock_abi);
 	if (c->landlock_abi <= 0) {
 		c->missing |= CLIP_CAGE_MISSING_LANDLOCK | CLIP_CAGE_MISSING_LANDLOCK_NET |
 			      CLIP_CAGE_MISSING_LANDLOCK_IOCTL | CLIP_CAGE_MISSING_LANDLOCK_SCOPE |
