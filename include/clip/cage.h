@@ -74,8 +74,7 @@ struct clip_cage_profile;
 #define CLIP_CAGE_MISSING_LANDLOCK_NET (1u << 5) /* TCP ports unchecked: Landlock ABI < 4 */
 #define CLIP_CAGE_MISSING_LANDLOCK_IOCTL (1u << 6) /* device ioctls allowed: ABI < 5 */
 #define CLIP_CAGE_MISSING_LANDLOCK_SCOPE (1u << 7) /* abstract sockets, signals: ABI < 6 */
-#define CLIP_CAGE_MISSING_LANDLOCK_LOG \
-	(1u << 8) /* Landlock's denials not seen: ABI < 7, no audit */
+#define CLIP_CAGE_MISSING_LANDLOCK_LOG (1u << 8) /* denials unread: ABI < 7, no audit */
 
 /* Resource limits; 0 means "no limit". */
 struct clip_cage_limits {

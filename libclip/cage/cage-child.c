@@ -847,7 +847,7 @@ landlock_ruleset(const struct clip_cage_profile *p, int abi, const char *test)
  * A Landlock domain from @ruleset: a new one, or one nested in the
  * caller's. From ABI 7, denials after the execve() to come are logged too
  * (the kernel's default logs only those before it): they are the cage's
- * program's (doc/cage.md, "Landlock", says who can read them).
+ * program's (cage-audit.c reads them).
  */
 static int
 landlock_restrict(int ruleset, int abi)

@@ -407,6 +407,25 @@ struct spawned {
 	bool via_init; /* the first process: init's child, its status comes on the socket */
 };
 
+/* Landlock's denials of a cage, from the kernel's audit (cage-audit.c). */
+#define CAGE_AUDIT_PIDS_MAX 64
+#define CAGE_AUDIT_DOMAINS_MAX 64
+struct cage_audit {
+	int fd; /* -1: not read (doc/cage.md says when) */
+	uint64_t pids[CAGE_AUDIT_PIDS_MAX]; /* the makers of the cage's domains, the last ones */
+	size_t n_pids;
+	uint64_t domains[CAGE_AUDIT_DOMAINS_MAX]; /* the cage's domains seen so far */
+	size_t n_domains;
+};
+
+/* Joins the audit's read-only group: 0, or -1 and why not in @why (static text). */
+int cage_audit_open(struct cage_audit *a, const char **why);
+/* @pid made (or will make) one of the cage's Landlock domains. */
+void cage_audit_add_pid(struct cage_audit *a, pid_t pid);
+/* Logs the cage's denials read so far as "cage NAME was refused X"; NULL @ctx: discards. */
+void cage_audit_drain(struct cage_audit *a, struct clip_ctx *ctx, const char *name);
+void cage_audit_close(struct cage_audit *a);
+
 struct clip_cage {
 	unsigned n_ref;
 	pid_t creator;
@@ -422,6 +441,7 @@ struct clip_cage {
 	unsigned long long start_time;
 	unsigned missing;
 	int landlock_abi;
+	struct cage_audit audit;
 	struct cage_cgroups cg;
 	struct spawned *spawned;
 	size_t n_spawned;

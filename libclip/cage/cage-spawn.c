@@ -230,6 +230,7 @@ spawned_add(struct clip_cage *c, pid_t pid, int pidfd)
 	c->spawned = s;
 	c->spawned[c->n_spawned++] =
 		(struct spawned){ .pid = pid, .pidfd = cage_fd_above_stdio(pidfd) };
+	cage_audit_add_pid(&c->audit, pid);
 	return 0;
 }
 
@@ -601,6 +602,7 @@ cage_first_adopt(struct clip_cage *c, int pidfd, int *ret_pidfd, struct clip_err
 	}
 	c->spawned = s;
 	s = &c->spawned[c->n_spawned++];
+	cage_audit_add_pid(&c->audit, pid);
 	*s = (struct spawned){ .pid = pid > 0 ? pid : -1,
 			       .pidfd = cage_fd_above_stdio(pidfd),
 			       .given_fd = given,

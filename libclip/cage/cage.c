@@ -73,6 +73,7 @@ clip_cage_new(struct clip_cage **ret, struct clip_ctx *ctx, struct clip_cage_pro
 	c->profile = clip_cage_profile_ref(profile);
 	c->pidfd = -1;
 	c->sock = -1;
+	c->audit.fd = -1;
 	c->cg.v2_fd = -1;
 	*ret = c;
 	return 0;
@@ -100,6 +101,7 @@ clip_cage_unref(struct clip_cage *c)
 		if (c->spawned[i].pidfd >= 0)
 			close(c->spawned[i].pidfd);
 	free(c->spawned);
+	cage_audit_close(&c->audit);
 	clip_cage_profile_unref(c->profile);
 	clip_ctx_unref(c->ctx);
 	free(c);
@@ -554,44 +556,6 @@ cage_measure(struct clip_cage *c, struct clip_error **reterr)
 static int cage_stop(struct clip_cage *c, unsigned grace_ms, struct clip_error **reterr);
 
 /*
- * Whether Landlock's denial records (ABI 7) reach anyone who could pass
- * them on: they go to the kernel's audit, which only the host's root
- * reads (CAP_AUDIT_READ in the initial user namespace), and only while
- * audit is on. libclip does not read them yet: the answer is why they
- * are not shown, asked once per process.
- */
-static const char *
-landlock_audit_state(void)
-{
-	static const char *reason;
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = AUDIT_NLGRP_READLOG };
-	struct {
-		struct nlmsghdr h;
-		struct audit_status s;
-	} m = { .h = { .nlmsg_len = NLMSG_LENGTH(0),
-		       .nlmsg_type = AUDIT_GET,
-		       .nlmsg_flags = NLM_F_REQUEST } };
-	_cleanup_close_ int fd = -1;
-
-	if (reason)
-		return reason;
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
-	if (fd < 0)
-		reason = "this kernel has no audit";
-	else if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		reason = "only the host's root reads the kernel's audit records";
-	else if (send(fd, &m.h, m.h.nlmsg_len, 0) < 0 ||
-		 recv(fd, &m, sizeof(m), 0) < (ssize_t)NLMSG_LENGTH(2 * sizeof(uint32_t)) ||
-		 m.h.nlmsg_type != AUDIT_GET)
-		reason = "the kernel's audit does not answer";
-	else if (!m.s.enabled)
-		reason = "the kernel's audit is off (auditctl -e 1)";
-	else
-		reason = "the kernel's audit has them; libclip does not read them yet";
-	return reason;
-}
-
-/*
  * What the kernel's Landlock cannot enforce (or a test-hooks build
  * switched off), as a missing cgroup limit: a CLIP_CAGE_MISSING_* bit
  * each, and one line.
@@ -600,6 +564,7 @@ static void
 landlock_missing(struct clip_cage *c)
 {
 	const unsigned f = cage_landlock_features(c->landlock_abi, test_hook_list());
+	const char *why = NULL;
 
 	if (!(f & CAGE_LL_NET))
 		c->missing |= CLIP_CAGE_MISSING_LANDLOCK_NET;
@@ -607,8 +572,13 @@ landlock_missing(struct clip_cage *c)
 		c->missing |= CLIP_CAGE_MISSING_LANDLOCK_IOCTL;
 	if (!(f & CAGE_LL_SCOPE))
 		c->missing |= CLIP_CAGE_MISSING_LANDLOCK_SCOPE;
-	/* Not shown to the user until libclip reads the audit records. */
-	c->missing |= CLIP_CAGE_MISSING_LANDLOCK_LOG;
+	cage_audit_close(&c->audit);
+	if (!(f & CAGE_LL_LOG))
+		why = "they need Landlock ABI 7";
+	else
+		(void)cage_audit_open(&c->audit, &why);
+	if (why)
+		c->missing |= CLIP_CAGE_MISSING_LANDLOCK_LOG;
 	if (c->missing & (CLIP_CAGE_MISSING_LANDLOCK_NET | CLIP_CAGE_MISSING_LANDLOCK_IOCTL |
 			  CLIP_CAGE_MISSING_LANDLOCK_SCOPE))
 		log_warning(c->ctx, "cage %s: Landlock ABI %d does not enforce:%s%s%s",
@@ -618,8 +588,9 @@ landlock_missing(struct clip_cage *c)
 			    (c->missing & CLIP_CAGE_MISSING_LANDLOCK_SCOPE)
 				    ? " abstract sockets and signals"
 				    : "");
-	log_info(c->ctx, "cage %s: Landlock's denials are not shown: %s", c->profile->name,
-		 f & CAGE_LL_LOG ? landlock_audit_state() : "they need Landlock ABI 7");
+	if (why)
+		log_info(c->ctx, "cage %s: Landlock's denials are not shown: %s", c->profile->name,
+			 why);
 }
 
 static int
@@ -734,6 +705,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	}
 	c->pid = pid;
 	c->is_child = true;
+	cage_audit_add_pid(&c->audit, pid);
 
 	r = into_cgroup ? 0 : cage_cgroups_join_v2(&c->cg, pid);
 	if (r < 0)
@@ -1112,6 +1084,9 @@ cage_wait(struct clip_cage *c, int timeout_ms)
 		(void)waitid(P_PIDFD, (id_t)c->pidfd, &si, CAGE_WAIT_FLAGS);
 	}
 	cage_spawned_reap(c, false);
+	/* What Landlock refused the cage, now that nothing of it runs. */
+	cage_audit_drain(&c->audit, c->ctx, c->profile->name);
+	cage_audit_close(&c->audit);
 	cage_cgroups_destroy(&c->cg);
 	cage_registry_remove(c);
 	c->state = CLIP_CAGE_STOPPED;
