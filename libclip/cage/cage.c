@@ -23,9 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/audit.h>
 #include <linux/if.h>
-#include <linux/netlink.h>
 #include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
