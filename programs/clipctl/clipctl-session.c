@@ -25,20 +25,26 @@
 #include "clipctl.h"
 
 /*
- * The runner: the clipd of this build when this clipctl is the one of the
- * build tree (its /proc/self/exe, which no caller chooses), else the
- * installed one.
+ * The runner: the installed clipd, or, when this clipctl runs from a build
+ * tree (PROGRAMS/clipctl/clipctl, the layout its RUNPATH $ORIGIN/../../libclip
+ * relies on too), the clipd of that tree, PROGRAMS/clipd/clipd. Both are
+ * found from /proc/self/exe, which no caller chooses: whoever may write
+ * beside this clipctl may replace it as well.
  */
 static const char *
-clipd_path(void)
+clipd_path(char buf[PATH_MAX])
 {
-	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	static const char tail[] = "/programs/clipctl/clipctl";
+	ssize_t n = readlink("/proc/self/exe", buf, PATH_MAX - 1);
+	size_t t = sizeof(tail) - 1;
 
-	if (n > 0) {
-		self[n] = '\0';
-		if (strcmp(self, CLIPCTL_BUILD_PATH) == 0)
-			return CLIPD_BUILD_PATH;
+	if (n > (ssize_t)t && (size_t)n + 2 < PATH_MAX) {
+		buf[n] = '\0';
+		if (strcmp(buf + n - t, tail) == 0) {
+			strcpy(buf + n - t, "/programs/clipd/clipd");
+			if (access(buf, X_OK) == 0)
+				return buf;
+		}
 	}
 	return CLIPD_PATH;
 }
@@ -115,8 +121,8 @@ wait_ready(int ready, int err)
 static void __attribute__((noreturn))
 exec_runner(const struct clipctl *c, const char *file, int ready, int err)
 {
-	char ready_arg[16];
-	const char *argv[10];
+	char ready_arg[16], path[PATH_MAX];
+	const char *argv[10], *clipd = clipd_path(path);
 	size_t n = 0;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
@@ -125,7 +131,7 @@ exec_runner(const struct clipctl *c, const char *file, int ready, int err)
 	    dup2(null, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 || dup2(ready, 3) != 3)
 		_exit(127);
 	snprintf(ready_arg, sizeof(ready_arg), "3");
-	argv[n++] = "clipd";
+	argv[n++] = clipd;
 	argv[n++] = "--session";
 	argv[n++] = file;
 	argv[n++] = "--ready-fd";
@@ -137,8 +143,8 @@ exec_runner(const struct clipctl *c, const char *file, int ready, int err)
 	if (c->label_flags & CLIP_LABEL_ROOTLESS)
 		argv[n++] = "--rootless";
 	argv[n] = NULL;
-	execv(clipd_path(), (char *const *)argv);
-	fprintf(stderr, "clipctl: cannot run %s: %m\n", clipd_path());
+	execv(clipd, (char *const *)argv);
+	fprintf(stderr, "clipctl: cannot run the session's runner %s: %m\n", clipd);
 	_exit(127);
 }
 
@@ -280,7 +286,10 @@ session_down(struct clipctl *c, int argc, char **argv)
 static void
 print_missing(unsigned missing)
 {
-	static const char *const names[] = { "memory", "tasks", "cpu", "landlock", "cgroup" };
+	/* Bit n of CLIP_CAGE_MISSING_*. */
+	static const char *const names[] = { "memory",         "tasks",          "cpu",
+					     "landlock",       "cgroup",         "landlock-net",
+					     "landlock-ioctl", "landlock-scope", "landlock-log" };
 	const char *sep = "  missing: ";
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
