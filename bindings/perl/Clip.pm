@@ -1,0 +1,445 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+package Clip;
+
+use 5.036;
+use strict;
+use warnings;
+
+use Carp ();
+use Fcntl ();
+use XSLoader;
+
+# Checked against the XS_VERSION the module was built with: a Clip.pm of
+# another build is refused at load.
+our $VERSION;
+BEGIN {
+	$VERSION = '0.1.0';
+	XSLoader::load('Clip', $VERSION);
+}
+
+our @CONSTANTS;
+BEGIN { @CONSTANTS = qw(
+	LEVEL_EQUAL LEVEL_DOMINATES LEVEL_DOMINATED LEVEL_INCOMPARABLE
+	LEVEL_SENSITIVITY_MAX LEVEL_CATEGORY_MAX
+	LABEL_ROOTLESS
+	EXEC_RESTRICT_FILE EXEC_RESTRICT_FILE_LOCKED EXEC_DENY_INTERACTIVE
+	EXEC_DENY_INTERACTIVE_LOCKED EXEC_SECUREBITS EXEC_OPEN_MAGICLINKS
+	EXEC_CHECK_NATIVE EXEC_CHECK_DEGRADED
+	TRANSFER_DELIVERED TRANSFER_DENIED_POLICY TRANSFER_DENIED_USER TRANSFER_FAILED
+	AUDIT_SYSLOG AUDIT_WARN_UNANCHORED AUDIT_WARN_TORN AUDIT_WARN_NOT_COUNTED
+	AUDIT_WARN_COUNTER_LAGS
+);
+	# One constant sub each, its value read from the C header at load.
+	for my $name (@CONSTANTS) {
+		my $value = _constant($name);
+		no strict 'refs';
+		*{"Clip::$name"} = sub () { $value };
+	}
+}
+
+use Exporter 'import';
+our @EXPORT_OK = @CONSTANTS;
+our %EXPORT_TAGS = (all => [@CONSTANTS]);
+
+# A handle is never shared with a new thread: the copy would free it twice.
+sub CLONE_SKIP { 1 }
+
+package Clip::Context {
+	sub CLONE_SKIP { 1 }
+
+	sub new ($class, %opt) {
+		my $self = _new($class);
+		$self->state_dir($opt{state_dir}) if defined $opt{state_dir};
+		$self->key_provider($opt{key_provider}) if defined $opt{key_provider};
+		$self->log_priority($opt{log_priority}) if defined $opt{log_priority};
+		return $self;
+	}
+
+	sub exec_open ($self, $path, $flags = 0) {
+		my $fd = $self->_exec_open($path, $flags);
+		open(my $fh, '<&=', $fd) or do {
+			my $errno = $! + 0;
+			POSIX::close($fd);
+			Clip::_throw($errno, "exec_open: fdopen of '$path'");
+		};
+		return $fh;
+	}
+
+	sub audit_verify ($self, %opt) {
+		my ($count) = $self->_audit_verify($opt{dir}, $opt{name}, 0);
+		return $count;
+	}
+
+	sub audit_show ($self, %opt) {
+		my (undef, $records) = $self->_audit_verify($opt{dir}, $opt{name}, 1);
+		return @$records;
+	}
+
+	sub audit_check ($self, %opt) {
+		my ($count, $warnings, $records) =
+			$self->_audit_check($opt{dir}, $opt{name}, $opt{records} ? 1 : 0);
+		return wantarray ? ($count, $warnings, @$records) : $count;
+	}
+}
+
+package Clip::Level {
+	sub CLONE_SKIP { 1 }
+
+	sub new ($class, $sensitivity, @categories) {
+		return _new($class, $sensitivity, @categories);
+	}
+
+	# A level, or a text parsed as one (the other operand of an operator).
+	sub _level ($x) {
+		return $x if ref $x && $x->isa('Clip::Level');
+		return Clip::Level->parse($x);
+	}
+
+	sub _ops ($x, $y, $swapped) {
+		$y = _level($y);
+		return $swapped ? ($y, $x) : ($x, $y);
+	}
+
+	use overload
+		'""' => sub { $_[0]->format },
+		'bool' => sub { 1 },
+		'==' => sub { my ($x, $y) = _ops(@_); $x->equal($y) },
+		'eq' => sub { my ($x, $y) = _ops(@_); $x->equal($y) },
+		'!=' => sub { my ($x, $y) = _ops(@_); !$x->equal($y) },
+		'ne' => sub { my ($x, $y) = _ops(@_); !$x->equal($y) },
+		'>=' => sub { my ($x, $y) = _ops(@_); $x->dominates($y) },
+		'<=' => sub { my ($x, $y) = _ops(@_); $y->dominates($x) },
+		'>' => sub { my ($x, $y) = _ops(@_); $x->compare($y) == Clip::LEVEL_DOMINATES },
+		'<' => sub { my ($x, $y) = _ops(@_); $x->compare($y) == Clip::LEVEL_DOMINATED },
+		'|' => sub { my ($x, $y) = _ops(@_); $x->join($y) },
+		'&' => sub { my ($x, $y) = _ops(@_); $x->meet($y) },
+		# A partial order: no <=> or cmp, so that sort cannot pretend.
+		fallback => undef;
+}
+
+package Clip::Range {
+	sub CLONE_SKIP { 1 }
+
+	sub new ($class, $low, $high) {
+		return _new($class, Clip::Level::_level($low), Clip::Level::_level($high));
+	}
+
+	use overload '""' => sub { $_[0]->format }, 'bool' => sub { 1 }, fallback => undef;
+}
+
+package Clip::LevelNames {
+	sub CLONE_SKIP { 1 }
+}
+
+package Clip::Transfer {
+	sub CLONE_SKIP { 1 }
+
+	sub send ($class, %opt) {
+		for my $k (qw(socket file to)) {
+			Clip::_throw(22, "Clip::Transfer->send: no '$k'") unless defined $opt{$k};
+		}
+		return _send($class, $opt{socket}, $opt{file}, $opt{to}, $opt{name}, $opt{note});
+	}
+
+	sub delivered ($self) { $self->status == Clip::TRANSFER_DELIVERED }
+
+	sub check ($self) {
+		return $self if $self->delivered;
+		my $errno = $self->errno || 13;
+		Clip::_throw($errno, $self->message || "transfer not delivered");
+	}
+}
+
+package Clip::Audit {
+	sub CLONE_SKIP { 1 }
+
+	sub open ($class, $ctx, %opt) {
+		return _open($class, $ctx, $opt{dir}, $opt{name}, $opt{flags} // 0);
+	}
+
+	sub append ($self, %e) {
+		_append($self, @e{qw(event source source_level target target_level name)},
+			$e{length} // 0, $e{sha256},
+			@e{qw(decision decided_by reason)});
+		return;
+	}
+}
+
+package Clip::Error {
+	use overload '""' => sub { $_[0]->as_string }, 'bool' => sub { 1 }, fallback => 1;
+
+	sub errno ($self) { $self->{errno} }
+	sub name ($self) { $self->{name} }
+	sub message ($self) { $self->{message} }
+	sub offset ($self) { $self->{offset} }
+	sub function ($self) { $self->{function} }
+	sub file ($self) { $self->{file} }
+	sub line ($self) { $self->{line} }
+	sub as_string ($self) { "$self->{message} at $self->{file} line $self->{line}.\n" }
+	sub throw ($class, $errno, $message) { Clip::_throw($errno, $message) }
+}
+
+for my $family (qw(Invalid Permission NotFound Exists Busy Unsupported Integrity NoKey
+		   Connection Resource IO Forked)) {
+	no strict 'refs';
+	@{"Clip::Error::${family}::ISA"} = ('Clip::Error');
+}
+
+require POSIX;
+
+1;
+
+__END__
+
+=encoding utf8
+
+=head1 NAME
+
+Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit
+
+=head1 SYNOPSIS
+
+  use Clip qw(:all);
+
+  my $ctx = Clip::Context->new(state_dir => '/var/lib/clip');
+
+  my $secret = Clip::Level->parse('s2:c1');
+  my $public = Clip::Level->parse('s0');
+  say "up" if $secret >= $public;         # dominates
+  say $secret | 's1:c4';                  # join: s2:c1,c4
+
+  $ctx->label_set('/srv/report.pdf', $secret);
+  eval { $ctx->label_verify($fh) };      # a filehandle works too
+  if (my $e = $@) {
+      die $e unless ref $e && $e->isa('Clip::Error::Integrity');
+      warn "tampered: ", $e->message, "\n";
+  }
+
+  my $t = Clip::Transfer->send(socket => '/run/clip/transfer.sock',
+                               file => 'doc.odt', to => 'high');
+  say $t->delivered ? "delivered" : "refused: " . $t->message;
+
+  say for $ctx->audit_show;
+
+=head1 DESCRIPTION
+
+Clip binds the public C API of libclip (L<libclip(3)>): it links the shared
+library, as any program does, and adds nothing to its checks. Each handle
+(context, level, range, names, transfer, audit log) holds one reference of
+the library's object and drops it in C<DESTROY>, that is as soon as the last
+Perl reference goes: Perl counts references, so a log's lock or a context's
+keys are released at the end of the enclosing scope, not at some later
+collection.
+
+A context created before a C<fork> refuses to work in the child
+(L</ERRORS>, C<Clip::Error::Forked>): create one in the child.
+
+=head1 CONTEXT
+
+=over
+
+=item Clip::Context->new(%options)
+
+Options: C<state_dir> (absolute path; default C<$CLIP_STATE_DIR> or
+F</var/lib/clip>), C<key_provider> (C<file> or C<tpm>), C<log_priority>
+(0 to 7).
+
+=item $ctx->state_dir([$path]), $ctx->key_provider([$name]), $ctx->log_priority([$n])
+
+Get, or set then get.
+
+=back
+
+=head1 LEVELS
+
+=over
+
+=item Clip::Level->parse($text), Clip::Level->new($sensitivity, @categories)
+
+C<s0> to C<s15>, categories C<c0> to C<c1023> (C<s2:c0.c3,c7>).
+A refusal is a C<Clip::Error::Invalid> whose C<offset> is the byte where
+the text went wrong.
+
+=item $l->format, "$l"
+
+The canonical text.
+
+=item $l->sensitivity, $l->has_category($c), $l->categories
+
+=item $a->compare($b)
+
+C<LEVEL_EQUAL>, C<LEVEL_DOMINATES>, C<LEVEL_DOMINATED> or
+C<LEVEL_INCOMPARABLE>.
+
+=item $a->dominates($b), $a->equal($b), $a->join($b), $a->meet($b)
+
+=back
+
+Operators: C<< >= >> is dominates, C<< <= >> is dominated by, C<< > >> and
+C<< < >> the strict forms, C<==>/C<eq> and C<!=>/C<ne> equality, C<|> the
+join and C<&> the meet. The other operand may be a text, parsed as a level.
+Levels are partially ordered: two incomparable levels are neither
+C<< >= >> nor C<< <= >> one another, and C<< <=> >>, C<cmp> (and so
+C<sort> without a block) die rather than invent an order.
+
+=over
+
+=item Clip::Range->parse($text), Clip::Range->new($low, $high)
+
+=item $r->low, $r->high, $r->contains($level), $r->format
+
+=item Clip::LevelNames->parse($text)
+
+A translation table, C<LEVEL=NAME> a line (setrans.conf style).
+C<< $names->level($text) >> parses a name or a level;
+C<< $names->name($level) >> gives its name, or its text when it has none.
+
+=back
+
+=head1 LABELS
+
+A file is given as a path (opened read-only, without following nothing
+special: the path as C<open(2)> resolves it) or as an open Perl filehandle
+(its C<fileno> is used, the handle is not closed).
+C<$flags> is 0 (the C<trusted.clip.label> attribute, root) or
+C<LABEL_ROOTLESS> (C<user.clip.label>).
+
+=over
+
+=item $ctx->label_set($file, $level, $flags = 0)
+
+=item $ctx->label_get($file, $flags = 0)
+
+Returns the verified level.
+
+=item $ctx->label_verify($file, $flags = 0)
+
+Returns nothing, or croaks: C<Clip::Error::NotFound> (no label: ENODATA),
+C<Clip::Error::Integrity> (a MAC that does not verify: EBADMSG),
+C<Clip::Error::NoKey>.
+
+=item $ctx->label_remove($file, $flags = 0)
+
+=back
+
+=head1 EXEC CHECKS
+
+=over
+
+=item $ctx->exec_check_support
+
+C<EXEC_CHECK_NATIVE> (AT_EXECVE_CHECK) or C<EXEC_CHECK_DEGRADED>.
+
+=item $ctx->exec_check($file)
+
+Whether the kernel would execute the file (a path is opened C<O_PATH>).
+Croaks C<Clip::Error::Permission> when not.
+
+=item $ctx->securebits, $ctx->set_securebits($bits)
+
+The exec securebits (C<EXEC_RESTRICT_FILE>, C<EXEC_DENY_INTERACTIVE> and
+their C<_LOCKED> bits). They hold for the process and its children for
+good: set them in a child.
+
+=item $ctx->may_run_file($file, $name, $flags), $ctx->may_run_interactive($file_or_undef, $what, $flags)
+
+0 (run it), 1 (the check failed but is not enforced), or croak.
+
+=item $ctx->exec_open($path, $flags = 0)
+
+A read-only filehandle on a file that passed the check.
+
+=item $ctx->exec_read_all($file, $max = 0)
+
+The whole content, at most C<$max> bytes (0: 64 MiB).
+
+=back
+
+=head1 TRANSFERS
+
+=over
+
+=item Clip::Transfer->send(socket => $path, file => $file, to => $target, name => $name, note => $note)
+
+Asks the mediator (L<clipd(8)>) to move a document to the cage C<$target>,
+and waits for the answer (the user may be asked). Croaks only when there is
+no answer (C<Clip::Error::NotFound> or C<::Connection> without a mediator);
+a refusal is a value:
+
+=item $t->status, $t->delivered, $t->errno, $t->message, $t->name, $t->digest
+
+C<status> is one of C<TRANSFER_DELIVERED>, C<TRANSFER_DENIED_POLICY>,
+C<TRANSFER_DENIED_USER>, C<TRANSFER_FAILED>; C<name> the name given in
+the inbox; C<digest> the list (size, SHA-256 in hex, encrypted).
+
+=item $t->check
+
+Returns C<$t> when delivered, else croaks the refusal as a C<Clip::Error>
+of its errno.
+
+=back
+
+=head1 AUDIT LOG
+
+C<dir> is a directory (path or handle) or undef for the state directory;
+C<name> the log's name there, or undef for F<audit.log>.
+
+=over
+
+=item $ctx->audit_verify(dir => $dir, name => $name)
+
+The number of records, or croaks (C<Clip::Error::Integrity>: the log was
+edited, reordered, cut).
+
+=item $ctx->audit_show(%same)
+
+The verified records, one string each.
+
+=item $ctx->audit_check(%same, records => 1)
+
+In list context (count, warnings, records...): what C<clipctl audit verify>
+reports; C<warnings> is a mask of C<AUDIT_WARN_*>.
+
+=item Clip::Audit->open($ctx, dir => $dir, name => $name, flags => 0)
+
+Opens a log for appending (one writer: a second open croaks
+C<Clip::Error::Busy> until the first handle is gone).
+C<< $log->append(event => ..., source => ..., source_level => ...,
+target => ..., target_level => ..., name => ..., length => ..., sha256 =>
+$32_bytes, decision => ..., decided_by => ..., reason => ...) >>.
+
+=back
+
+=head1 ERRORS
+
+Every refusal croaks a C<Clip::Error> object carrying the library's own
+message (C<clip_error_get_message>), with the methods C<errno> (positive),
+C<name> (C<EINVAL>...), C<message>, C<offset> (the byte a parser stopped at,
+or -1), C<function> (the C function), C<file> and C<line> (the caller's).
+It stringifies as C<message at FILE line N.>. Its class says the family:
+
+  Clip::Error::Invalid      EINVAL E2BIG ENAMETOOLONG ERANGE EDOM EBADF
+                            ENOTDIR EISDIR ELOOP ENOTSOCK
+  Clip::Error::Permission   EPERM EACCES
+  Clip::Error::NotFound     ENOENT ESRCH ENXIO ENODEV ENODATA (no label)
+  Clip::Error::Exists       EEXIST ENOTEMPTY
+  Clip::Error::Busy         EBUSY EAGAIN ETXTBSY EALREADY EINPROGRESS
+  Clip::Error::Unsupported  EOPNOTSUPP ENOSYS EAFNOSUPPORT EPROTONOSUPPORT
+  Clip::Error::Integrity    EBADMSG EKEYREJECTED
+  Clip::Error::NoKey        ENOKEY EKEYEXPIRED EKEYREVOKED
+  Clip::Error::Connection   ECONNREFUSED ECONNRESET ECONNABORTED EPIPE
+                            ENOTCONN ETIMEDOUT
+  Clip::Error::Resource     ENOMEM ENOSPC EDQUOT EMFILE ENFILE EFBIG
+  Clip::Error::IO           EIO EROFS
+  Clip::Error::Forked       ECHILD (a context used after fork)
+  Clip::Error               any other errno
+
+A wrong argument type (not a C<Clip::Level> where one is needed) is Perl's
+usual plain croak.
+
+=head1 SEE ALSO
+
+L<libclip(3)>, L<clip-ctx(3)>, L<clip-level(3)>, L<clip-label(3)>,
+L<clip-exec(3)>, L<clip-transfer(3)>, L<clip-audit(3)>, L<clipctl(1)>.
+
+=cut

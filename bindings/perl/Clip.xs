@@ -1,0 +1,982 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Clip: the Perl binding of libclip's public API (levels, labels, exec
+ * checks, the transfer client, the audit log, the context). It links the
+ * shared library as any outside user does and includes <clip/clip.h> only.
+ *
+ * Every handle is a blessed scalar holding the pointer (typemap:
+ * T_PTROBJ); DESTROY drops the library's reference, so a handle is freed
+ * when its last Perl reference goes, at once (Perl counts references).
+ * Errors are croaked as Clip::Error objects (Clip.pm: the class per errno
+ * family); the library's message (clip_error_get_message) is kept as it
+ * is. Nothing is croaked while the library holds a resource of ours: every
+ * fd this file opens is closed, every clip_error freed, before the croak.
+ */
+#define PERL_NO_GET_CONTEXT
+#include "EXTERN.h"
+#include "perl.h"
+#include "XSUB.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <clip/clip.h>
+
+typedef struct clip_ctx *Clip__Context;
+typedef struct clip_level *Clip__Level;
+typedef struct clip_range *Clip__Range;
+typedef struct clip_level_names *Clip__LevelNames;
+typedef struct clip_transfer *Clip__Transfer;
+typedef struct clip_audit *Clip__Audit;
+
+/* The class of an error by its errno (doc: Clip.pm, ERRORS). */
+static const char *
+error_class(int errnum)
+{
+	switch (errnum) {
+	case EINVAL:
+	case E2BIG:
+	case ENAMETOOLONG:
+	case ERANGE:
+	case EDOM:
+	case EBADF:
+	case ENOTDIR:
+	case EISDIR:
+	case ELOOP:
+	case ENOTSOCK:
+		return "Clip::Error::Invalid";
+	case EPERM:
+	case EACCES:
+		return "Clip::Error::Permission";
+	case ENOENT:
+	case ESRCH:
+	case ENXIO:
+	case ENODEV:
+	case ENODATA:
+		return "Clip::Error::NotFound";
+	case EEXIST:
+	case ENOTEMPTY:
+		return "Clip::Error::Exists";
+	case EBUSY:
+	case EAGAIN:
+	case ETXTBSY:
+	case EALREADY:
+	case EINPROGRESS:
+		return "Clip::Error::Busy";
+	case EOPNOTSUPP:
+	case ENOSYS:
+	case EAFNOSUPPORT:
+	case EPROTONOSUPPORT:
+		return "Clip::Error::Unsupported";
+	case EBADMSG:
+	case EKEYREJECTED:
+		return "Clip::Error::Integrity";
+	case ENOKEY:
+	case EKEYEXPIRED:
+	case EKEYREVOKED:
+		return "Clip::Error::NoKey";
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case ECONNABORTED:
+	case EPIPE:
+	case ENOTCONN:
+	case ETIMEDOUT:
+		return "Clip::Error::Connection";
+	case ENOMEM:
+	case ENOSPC:
+	case EDQUOT:
+	case EMFILE:
+	case ENFILE:
+	case EFBIG:
+		return "Clip::Error::Resource";
+	case EIO:
+	case EROFS:
+		return "Clip::Error::IO";
+	case ECHILD:
+		return "Clip::Error::Forked";
+	default:
+		return "Clip::Error";
+	}
+}
+
+/*
+ * Croak a Clip::Error of the class of @errnum with @message (a new SV,
+ * taken). The object records where in the Perl program the call was made
+ * (PL_curcop: the caller's statement while an XSUB runs).
+ */
+static void __attribute__((noreturn))
+throw_message(pTHX_ int errnum, SV *message, int offset, const char *what)
+{
+	HV *hv = newHV();
+	SV *obj = sv_2mortal(newRV_noinc((SV *)hv));
+	const char *name = strerrorname_np(errnum);
+
+	(void)hv_stores(hv, "message", message);
+	(void)hv_stores(hv, "errno", newSViv(errnum));
+	(void)hv_stores(hv, "name", newSVpv(name ? name : "", 0));
+	(void)hv_stores(hv, "offset", newSViv(offset));
+	(void)hv_stores(hv, "function", newSVpv(what, 0));
+	(void)hv_stores(hv, "file", newSVpv(CopFILE(PL_curcop), 0));
+	(void)hv_stores(hv, "line", newSVuv(CopLINE(PL_curcop)));
+	sv_bless(obj, gv_stashpv(error_class(errnum), GV_ADD));
+	croak_sv(obj);
+}
+
+/*
+ * Croak for @r (a negative errno): the message of @e when there is one (@e
+ * is freed), else "@what: strerror".
+ */
+static void __attribute__((noreturn))
+throw_error(pTHX_ int r, struct clip_error *e, const char *what)
+{
+	int errnum = r < 0 ? -r : EIO;
+	int offset = e ? clip_error_get_offset(e) : -1;
+	SV *message = e && *clip_error_get_message(e) ?
+			      newSVpv(clip_error_get_message(e), 0) :
+			      newSVpvf("%s: %s", what, strerror(errnum));
+
+	clip_error_free(e);
+	throw_message(aTHX_ errnum, message, offset, what);
+}
+
+/* @r when it is not an error; croaks otherwise. */
+static int
+check(pTHX_ int r, struct clip_error *e, const char *what)
+{
+	if (r < 0)
+		throw_error(aTHX_ r, e, what);
+	clip_error_free(e);
+	return r;
+}
+
+/* A Perl filehandle (glob, glob reference, IO object), or NULL. */
+static IO *
+handle_of(pTHX_ SV *sv)
+{
+	if (SvROK(sv) && !sv_isobject(sv) && SvTYPE(SvRV(sv)) == SVt_PVGV)
+		return GvIO((GV *)SvRV(sv));
+	if (SvROK(sv) && SvTYPE(SvRV(sv)) == SVt_PVIO)
+		return (IO *)SvRV(sv);
+	if (isGV_with_GP(sv))
+		return GvIO((GV *)sv);
+	return NULL;
+}
+
+/*
+ * The descriptor of @file: a filehandle's (fileno, not ours: *owned = 0),
+ * or a path opened with @flags (ours to close: *owned = 1). Croaks when
+ * the handle is closed or the path cannot be opened.
+ */
+static int
+fd_of(pTHX_ SV *file, int flags, int *owned, const char *what)
+{
+	IO *io = handle_of(aTHX_ file);
+	const char *path;
+	STRLEN len;
+	int fd;
+
+	*owned = 0;
+	if (io) {
+		PerlIO *fp = IoIFP(io);
+
+		fd = fp ? PerlIO_fileno(fp) : -1;
+		if (fd < 0)
+			throw_error(aTHX_ - EBADF, NULL, what);
+		return fd;
+	}
+	if (!SvOK(file))
+		throw_error(aTHX_ - EINVAL, NULL, what);
+	path = SvPV(file, len);
+	if (len == 0 || strlen(path) != len)
+		throw_message(aTHX_ EINVAL, newSVpvf("%s: a path is 1 or more bytes without NUL", what),
+			      -1, what);
+	fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		int errnum = errno;
+
+		throw_message(aTHX_ errnum,
+			      newSVpvf("%s: cannot open '%s': %s", what, path, strerror(errnum)), -1,
+			      what);
+	}
+	*owned = 1;
+	return fd;
+}
+
+/* A string argument without NUL bytes (the library takes C strings), or NULL for undef. */
+static const char *
+cstr(pTHX_ SV *sv, const char *what)
+{
+	STRLEN len;
+	const char *s;
+
+	if (!SvOK(sv))
+		return NULL;
+	s = SvPV(sv, len);
+	if (strlen(s) != len)
+		throw_error(aTHX_ - EINVAL, NULL, what);
+	return s;
+}
+
+/* The audit walk's callback: each verified record onto the array. */
+static int
+collect_record(const char *record, void *userdata)
+{
+	dTHX;
+	AV *av = userdata;
+
+	av_push(av, newSVpv(record, 0));
+	return 0;
+}
+
+/* A directory argument of the audit functions: undef = the state directory (-1). */
+static int
+dirfd_of(pTHX_ SV *dir, int *owned, const char *what)
+{
+	if (!SvOK(dir)) {
+		*owned = 0;
+		return -1;
+	}
+	return fd_of(aTHX_ dir, O_RDONLY | O_DIRECTORY, owned, what);
+}
+
+MODULE = Clip		PACKAGE = Clip		PREFIX = clip_
+
+PROTOTYPES: DISABLE
+
+const char *
+clip_version()
+
+int
+_constant(name)
+	const char *name
+    CODE:
+	/* The C constants Clip.pm exports (constant subs made there). */
+	static const struct {
+		const char *name;
+		int value;
+	} table[] = {
+		{ "LEVEL_EQUAL", CLIP_LEVEL_EQUAL },
+		{ "LEVEL_DOMINATES", CLIP_LEVEL_DOMINATES },
+		{ "LEVEL_DOMINATED", CLIP_LEVEL_DOMINATED },
+		{ "LEVEL_INCOMPARABLE", CLIP_LEVEL_INCOMPARABLE },
+		{ "LEVEL_SENSITIVITY_MAX", CLIP_LEVEL_SENSITIVITY_MAX },
+		{ "LEVEL_CATEGORY_MAX", CLIP_LEVEL_CATEGORY_MAX },
+		{ "LABEL_ROOTLESS", CLIP_LABEL_ROOTLESS },
+		{ "EXEC_RESTRICT_FILE", CLIP_EXEC_RESTRICT_FILE },
+		{ "EXEC_RESTRICT_FILE_LOCKED", CLIP_EXEC_RESTRICT_FILE_LOCKED },
+		{ "EXEC_DENY_INTERACTIVE", CLIP_EXEC_DENY_INTERACTIVE },
+		{ "EXEC_DENY_INTERACTIVE_LOCKED", CLIP_EXEC_DENY_INTERACTIVE_LOCKED },
+		{ "EXEC_SECUREBITS", CLIP_EXEC_SECUREBITS },
+		{ "EXEC_OPEN_MAGICLINKS", CLIP_EXEC_OPEN_MAGICLINKS },
+		{ "EXEC_CHECK_NATIVE", CLIP_EXEC_CHECK_NATIVE },
+		{ "EXEC_CHECK_DEGRADED", CLIP_EXEC_CHECK_DEGRADED },
+		{ "TRANSFER_DELIVERED", CLIP_TRANSFER_DELIVERED },
+		{ "TRANSFER_DENIED_POLICY", CLIP_TRANSFER_DENIED_POLICY },
+		{ "TRANSFER_DENIED_USER", CLIP_TRANSFER_DENIED_USER },
+		{ "TRANSFER_FAILED", CLIP_TRANSFER_FAILED },
+		{ "AUDIT_SYSLOG", CLIP_AUDIT_SYSLOG },
+		{ "AUDIT_WARN_UNANCHORED", CLIP_AUDIT_WARN_UNANCHORED },
+		{ "AUDIT_WARN_TORN", CLIP_AUDIT_WARN_TORN },
+		{ "AUDIT_WARN_NOT_COUNTED", CLIP_AUDIT_WARN_NOT_COUNTED },
+		{ "AUDIT_WARN_COUNTER_LAGS", CLIP_AUDIT_WARN_COUNTER_LAGS },
+	};
+	RETVAL = -1;
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (strcmp(table[i].name, name) == 0) {
+			RETVAL = table[i].value;
+			break;
+		}
+	if (RETVAL < 0)
+		croak("Clip: no constant %s", name);
+    OUTPUT:
+	RETVAL
+
+void
+_throw(errnum, message)
+	int errnum
+	const char *message
+    CODE:
+	/* Clip::Error->throw: a Perl-side refusal as the library's would be. */
+	throw_error(aTHX_ - errnum, NULL, message);
+
+MODULE = Clip		PACKAGE = Clip::Context
+
+Clip::Context
+_new(class)
+	const char *class
+    CODE:
+	(void)class;
+	check(aTHX_ clip_ctx_new(&RETVAL), NULL, "clip_ctx_new");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(ctx)
+	Clip::Context ctx
+    CODE:
+	clip_ctx_unref(ctx);
+
+SV *
+state_dir(ctx, ...)
+	Clip::Context ctx
+    CODE:
+	if (items > 1)
+		check(aTHX_ clip_ctx_set_state_dir(ctx, cstr(aTHX_ ST(1), "clip_ctx_set_state_dir")),
+		      NULL, "clip_ctx_set_state_dir");
+	RETVAL = newSVpv(clip_ctx_get_state_dir(ctx), 0);
+    OUTPUT:
+	RETVAL
+
+SV *
+key_provider(ctx, ...)
+	Clip::Context ctx
+    CODE:
+	if (items > 1)
+		check(aTHX_ clip_ctx_set_key_provider(ctx, cstr(aTHX_ ST(1),
+				"clip_ctx_set_key_provider")), NULL, "clip_ctx_set_key_provider");
+	RETVAL = newSVpv(clip_ctx_get_key_provider(ctx), 0);
+    OUTPUT:
+	RETVAL
+
+int
+log_priority(ctx, ...)
+	Clip::Context ctx
+    CODE:
+	if (items > 1)
+		check(aTHX_ clip_ctx_set_log_priority(ctx, (int)SvIV(ST(1))), NULL,
+		      "clip_ctx_set_log_priority");
+	RETVAL = check(aTHX_ clip_ctx_get_log_priority(ctx), NULL, "clip_ctx_get_log_priority");
+    OUTPUT:
+	RETVAL
+
+void
+label_set(ctx, file, level, flags = 0)
+	Clip::Context ctx
+	SV *file
+	Clip::Level level
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_set");
+	int r = clip_label_set(ctx, fd, level, flags, &e);
+
+	if (owned)
+		close(fd);
+	check(aTHX_ r, e, "clip_label_set");
+
+Clip::Level
+label_get(ctx, file, flags = 0)
+	Clip::Context ctx
+	SV *file
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_get");
+	int r = clip_label_get(ctx, fd, flags, &RETVAL, &e);
+
+	if (owned)
+		close(fd);
+	check(aTHX_ r, e, "clip_label_get");
+    OUTPUT:
+	RETVAL
+
+void
+label_verify(ctx, file, flags = 0)
+	Clip::Context ctx
+	SV *file
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_verify");
+	int r = clip_label_verify(ctx, fd, flags, &e);
+
+	if (owned)
+		close(fd);
+	check(aTHX_ r, e, "clip_label_verify");
+
+void
+label_remove(ctx, file, flags = 0)
+	Clip::Context ctx
+	SV *file
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_remove");
+	int r = clip_label_remove(ctx, fd, flags, &e);
+
+	if (owned)
+		close(fd);
+	check(aTHX_ r, e, "clip_label_remove");
+
+int
+exec_check_support(ctx)
+	Clip::Context ctx
+    CODE:
+	RETVAL = check(aTHX_ clip_exec_check_support(ctx), NULL, "clip_exec_check_support");
+    OUTPUT:
+	RETVAL
+
+void
+exec_check(ctx, file)
+	Clip::Context ctx
+	SV *file
+    CODE:
+	struct clip_error *e = NULL;
+	int owned, fd = fd_of(aTHX_ file, O_PATH, &owned, "clip_exec_check_fd");
+	int r = clip_exec_check_fd(ctx, fd, &e);
+
+	if (owned)
+		close(fd);
+	check(aTHX_ r, e, "clip_exec_check_fd");
+
+unsigned
+securebits(ctx)
+	Clip::Context ctx
+    CODE:
+	check(aTHX_ clip_exec_get_securebits(ctx, &RETVAL), NULL, "clip_exec_get_securebits");
+    OUTPUT:
+	RETVAL
+
+void
+set_securebits(ctx, bits)
+	Clip::Context ctx
+	unsigned bits
+    CODE:
+	struct clip_error *e = NULL;
+
+	check(aTHX_ clip_exec_set_securebits(ctx, bits, &e), e, "clip_exec_set_securebits");
+
+int
+may_run_file(ctx, file, name = &PL_sv_undef, flags = 0)
+	Clip::Context ctx
+	SV *file
+	SV *name
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+	const char *n = cstr(aTHX_ name, "clip_exec_may_run_file");
+	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_exec_may_run_file");
+	int r = clip_exec_may_run_file(ctx, fd, n, flags, &e);
+
+	if (owned)
+		close(fd);
+	RETVAL = check(aTHX_ r, e, "clip_exec_may_run_file");
+    OUTPUT:
+	RETVAL
+
+int
+may_run_interactive(ctx, file, what = &PL_sv_undef, flags = 0)
+	Clip::Context ctx
+	SV *file
+	SV *what
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+	const char *w = cstr(aTHX_ what, "clip_exec_may_run_interactive");
+	int owned = 0, fd = SvOK(file) ? fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned,
+					       "clip_exec_may_run_interactive") : -1;
+	int r = clip_exec_may_run_interactive(ctx, fd, w, flags, &e);
+
+	if (owned)
+		close(fd);
+	RETVAL = check(aTHX_ r, e, "clip_exec_may_run_interactive");
+    OUTPUT:
+	RETVAL
+
+int
+_exec_open(ctx, path, flags = 0)
+	Clip::Context ctx
+	const char *path
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+
+	RETVAL = check(aTHX_ clip_exec_open(ctx, AT_FDCWD, path, flags, &e), e, "clip_exec_open");
+    OUTPUT:
+	RETVAL
+
+SV *
+exec_read_all(ctx, file, max = 0)
+	Clip::Context ctx
+	SV *file
+	UV max
+    CODE:
+	struct clip_error *e = NULL;
+	char *buf = NULL;
+	size_t size = 0;
+	int owned, fd = fd_of(aTHX_ file, O_RDONLY, &owned, "clip_exec_read_all");
+	int r = clip_exec_read_all(ctx, fd, (size_t)max, &buf, &size, &e);
+
+	if (owned)
+		close(fd);
+	check(aTHX_ r, e, "clip_exec_read_all");
+	RETVAL = newSVpvn(buf, size);
+	free(buf);
+    OUTPUT:
+	RETVAL
+
+void
+_audit_check(ctx, dir, name, want_records)
+	Clip::Context ctx
+	SV *dir
+	SV *name
+	int want_records
+    PPCODE:
+	struct clip_error *e = NULL;
+	const char *n = cstr(aTHX_ name, "clip_audit_check");
+	uint64_t count = 0;
+	unsigned warnings = 0;
+	AV *records = newAV();
+	int owned, dfd, r;
+
+	sv_2mortal((SV *)records);
+	dfd = dirfd_of(aTHX_ dir, &owned, "clip_audit_check");
+	r = clip_audit_check(ctx, dfd, n, want_records ? collect_record : NULL, records, &count,
+			     &warnings, &e);
+	if (owned)
+		close(dfd);
+	check(aTHX_ r, e, "clip_audit_check");
+	EXTEND(SP, 3);
+	PUSHs(sv_2mortal(newSVuv((UV)count)));
+	PUSHs(sv_2mortal(newSVuv(warnings)));
+	PUSHs(sv_2mortal(newRV_inc((SV *)records)));
+
+void
+_audit_verify(ctx, dir, name, want_records)
+	Clip::Context ctx
+	SV *dir
+	SV *name
+	int want_records
+    PPCODE:
+	struct clip_error *e = NULL;
+	const char *n = cstr(aTHX_ name, "clip_audit_verify");
+	uint64_t count = 0;
+	AV *records = newAV();
+	int owned, dfd, r;
+
+	sv_2mortal((SV *)records);
+	dfd = dirfd_of(aTHX_ dir, &owned, "clip_audit_verify");
+	r = clip_audit_verify(ctx, dfd, n, want_records ? collect_record : NULL, records, &count,
+			      &e);
+	if (owned)
+		close(dfd);
+	check(aTHX_ r, e, "clip_audit_verify");
+	EXTEND(SP, 2);
+	PUSHs(sv_2mortal(newSVuv((UV)count)));
+	PUSHs(sv_2mortal(newRV_inc((SV *)records)));
+
+MODULE = Clip		PACKAGE = Clip::Level
+
+Clip::Level
+parse(class, text)
+	const char *class
+	SV *text
+    CODE:
+	struct clip_error *e = NULL;
+	STRLEN len;
+	const char *s = SvPV(text, len);
+
+	(void)class;
+	if (strlen(s) != len)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse (a NUL byte in the text)");
+	check(aTHX_ clip_level_parse(&RETVAL, s, &e), e, "clip_level_parse");
+    OUTPUT:
+	RETVAL
+
+Clip::Level
+_new(class, sensitivity, ...)
+	const char *class
+	IV sensitivity
+    CODE:
+	unsigned cats[CLIP_LEVEL_CATEGORY_MAX + 1];
+	size_t n = 0;
+
+	(void)class;
+	if (sensitivity < 0 || sensitivity > CLIP_LEVEL_SENSITIVITY_MAX)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_level_new (sensitivity out of range)");
+	for (I32 i = 2; i < items; i++) {
+		IV c = SvIV(ST(i));
+
+		if (c < 0 || c > CLIP_LEVEL_CATEGORY_MAX || n >= sizeof(cats) / sizeof(cats[0]))
+			throw_error(aTHX_ - EINVAL, NULL, "clip_level_new (category out of range)");
+		cats[n++] = (unsigned)c;
+	}
+	check(aTHX_ clip_level_new(&RETVAL, (unsigned)sensitivity, cats, n), NULL,
+	      "clip_level_new");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(level)
+	Clip::Level level
+    CODE:
+	clip_level_unref(level);
+
+SV *
+format(level, ...)
+	Clip::Level level
+    CODE:
+	/* Extra arguments: overload's (other, swapped) for "". */
+	char *text = NULL;
+
+	check(aTHX_ clip_level_format(level, &text), NULL, "clip_level_format");
+	RETVAL = newSVpv(text, 0);
+	free(text);
+    OUTPUT:
+	RETVAL
+
+int
+sensitivity(level)
+	Clip::Level level
+    CODE:
+	RETVAL = check(aTHX_ clip_level_get_sensitivity(level), NULL, "clip_level_get_sensitivity");
+    OUTPUT:
+	RETVAL
+
+int
+has_category(level, category)
+	Clip::Level level
+	IV category
+    CODE:
+	if (category < 0 || category > CLIP_LEVEL_CATEGORY_MAX)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_level_has_category (category out of range)");
+	RETVAL = check(aTHX_ clip_level_has_category(level, (unsigned)category), NULL,
+		       "clip_level_has_category");
+    OUTPUT:
+	RETVAL
+
+void
+categories(level)
+	Clip::Level level
+    PPCODE:
+	for (unsigned c = 0; c <= CLIP_LEVEL_CATEGORY_MAX; c++)
+		if (clip_level_has_category(level, c) > 0)
+			XPUSHs(sv_2mortal(newSVuv(c)));
+
+int
+compare(a, b)
+	Clip::Level a
+	Clip::Level b
+    CODE:
+	RETVAL = check(aTHX_ clip_level_compare(a, b), NULL, "clip_level_compare");
+    OUTPUT:
+	RETVAL
+
+bool
+dominates(a, b)
+	Clip::Level a
+	Clip::Level b
+    CODE:
+	RETVAL = check(aTHX_ clip_level_dominates(a, b), NULL, "clip_level_dominates");
+    OUTPUT:
+	RETVAL
+
+bool
+equal(a, b)
+	Clip::Level a
+	Clip::Level b
+    CODE:
+	RETVAL = check(aTHX_ clip_level_equal(a, b), NULL, "clip_level_equal");
+    OUTPUT:
+	RETVAL
+
+Clip::Level
+join(a, b)
+	Clip::Level a
+	Clip::Level b
+    CODE:
+	check(aTHX_ clip_level_join(&RETVAL, a, b), NULL, "clip_level_join");
+    OUTPUT:
+	RETVAL
+
+Clip::Level
+meet(a, b)
+	Clip::Level a
+	Clip::Level b
+    CODE:
+	check(aTHX_ clip_level_meet(&RETVAL, a, b), NULL, "clip_level_meet");
+    OUTPUT:
+	RETVAL
+
+MODULE = Clip		PACKAGE = Clip::Range
+
+Clip::Range
+parse(class, text)
+	const char *class
+	SV *text
+    CODE:
+	struct clip_error *e = NULL;
+	STRLEN len;
+	const char *s = SvPV(text, len);
+
+	(void)class;
+	if (strlen(s) != len)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_range_parse (a NUL byte in the text)");
+	check(aTHX_ clip_range_parse(&RETVAL, s, &e), e, "clip_range_parse");
+    OUTPUT:
+	RETVAL
+
+Clip::Range
+_new(class, low, high)
+	const char *class
+	Clip::Level low
+	Clip::Level high
+    CODE:
+	(void)class;
+	check(aTHX_ clip_range_new(&RETVAL, low, high), NULL, "clip_range_new");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(range)
+	Clip::Range range
+    CODE:
+	clip_range_unref(range);
+
+SV *
+format(range, ...)
+	Clip::Range range
+    CODE:
+	char *text = NULL;
+
+	check(aTHX_ clip_range_format(range, &text), NULL, "clip_range_format");
+	RETVAL = newSVpv(text, 0);
+	free(text);
+    OUTPUT:
+	RETVAL
+
+Clip::Level
+low(range)
+	Clip::Range range
+    CODE:
+	RETVAL = clip_level_ref((struct clip_level *)clip_range_get_low(range));
+    OUTPUT:
+	RETVAL
+
+Clip::Level
+high(range)
+	Clip::Range range
+    CODE:
+	RETVAL = clip_level_ref((struct clip_level *)clip_range_get_high(range));
+    OUTPUT:
+	RETVAL
+
+bool
+contains(range, level)
+	Clip::Range range
+	Clip::Level level
+    CODE:
+	RETVAL = check(aTHX_ clip_range_contains(range, level), NULL, "clip_range_contains");
+    OUTPUT:
+	RETVAL
+
+MODULE = Clip		PACKAGE = Clip::LevelNames
+
+Clip::LevelNames
+parse(class, text)
+	const char *class
+	SV *text
+    CODE:
+	struct clip_error *e = NULL;
+	STRLEN len;
+	const char *s = SvPV(text, len);
+
+	(void)class;
+	check(aTHX_ clip_level_names_parse(&RETVAL, s, len, &e), e, "clip_level_names_parse");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(names)
+	Clip::LevelNames names
+    CODE:
+	clip_level_names_unref(names);
+
+Clip::Level
+level(names, text)
+	Clip::LevelNames names
+	SV *text
+    CODE:
+	struct clip_error *e = NULL;
+	STRLEN len;
+	const char *s = SvPV(text, len);
+
+	if (strlen(s) != len)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse_name (a NUL byte in the text)");
+	check(aTHX_ clip_level_parse_name(&RETVAL, names, s, &e), e, "clip_level_parse_name");
+    OUTPUT:
+	RETVAL
+
+SV *
+name(names, level)
+	Clip::LevelNames names
+	Clip::Level level
+    CODE:
+	char *text = NULL;
+
+	check(aTHX_ clip_level_format_name(level, names, &text), NULL, "clip_level_format_name");
+	RETVAL = newSVpv(text, 0);
+	free(text);
+    OUTPUT:
+	RETVAL
+
+MODULE = Clip		PACKAGE = Clip::Transfer
+
+Clip::Transfer
+_send(class, socket, file, target, name, note)
+	const char *class
+	const char *socket
+	SV *file
+	SV *target
+	SV *name
+	SV *note
+    CODE:
+	struct clip_error *e = NULL;
+	const char *t = cstr(aTHX_ target, "clip_transfer_send (target)");
+	const char *n = cstr(aTHX_ name, "clip_transfer_send (name)");
+	const char *no = cstr(aTHX_ note, "clip_transfer_send (note)");
+	int sock = -1, owned, fd, r;
+
+	(void)class;
+	fd = fd_of(aTHX_ file, O_RDONLY, &owned, "clip_transfer_send");
+	r = clip_transfer_connect(&sock, socket, &e);
+	if (r >= 0)
+		r = clip_transfer_send(&RETVAL, sock, fd, t, n, no, &e);
+	if (sock >= 0)
+		close(sock);
+	if (owned)
+		close(fd);
+	check(aTHX_ r, e, "clip_transfer_send");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(transfer)
+	Clip::Transfer transfer
+    CODE:
+	clip_transfer_unref(transfer);
+
+int
+status(transfer)
+	Clip::Transfer transfer
+    CODE:
+	RETVAL = clip_transfer_get_status(transfer);
+    OUTPUT:
+	RETVAL
+
+int
+errno(transfer)
+	Clip::Transfer transfer
+    CODE:
+	RETVAL = -clip_transfer_get_error(transfer);
+    OUTPUT:
+	RETVAL
+
+SV *
+message(transfer)
+	Clip::Transfer transfer
+    CODE:
+	const char *m = clip_transfer_get_message(transfer);
+
+	RETVAL = m ? newSVpv(m, 0) : newSVpvs("");
+    OUTPUT:
+	RETVAL
+
+SV *
+name(transfer)
+	Clip::Transfer transfer
+    CODE:
+	const char *m = clip_transfer_get_name(transfer);
+
+	RETVAL = m ? newSVpv(m, 0) : &PL_sv_undef;
+    OUTPUT:
+	RETVAL
+
+void
+digest(transfer)
+	Clip::Transfer transfer
+    PPCODE:
+	uint64_t size = 0;
+	uint8_t sha[32];
+	char hex[65];
+	int encrypted = 0;
+
+	check(aTHX_ clip_transfer_get_digest(transfer, &size, sha, &encrypted), NULL,
+	      "clip_transfer_get_digest");
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+	EXTEND(SP, 3);
+	PUSHs(sv_2mortal(newSVuv((UV)size)));
+	PUSHs(sv_2mortal(newSVpvn(hex, 64)));
+	PUSHs(encrypted ? &PL_sv_yes : &PL_sv_no);
+
+MODULE = Clip		PACKAGE = Clip::Audit
+
+Clip::Audit
+_open(class, ctx, dir, name, flags)
+	const char *class
+	Clip::Context ctx
+	SV *dir
+	SV *name
+	unsigned flags
+    CODE:
+	struct clip_error *e = NULL;
+	const char *n = cstr(aTHX_ name, "clip_audit_open");
+	int owned, dfd = dirfd_of(aTHX_ dir, &owned, "clip_audit_open");
+	int r = clip_audit_open(&RETVAL, ctx, dfd, n, flags, &e);
+
+	(void)class;
+	if (owned)
+		close(dfd);
+	check(aTHX_ r, e, "clip_audit_open");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(audit)
+	Clip::Audit audit
+    CODE:
+	clip_audit_unref(audit);
+
+void
+_append(audit, event, source, source_level, target, target_level, name, length, sha256, decision, decided_by, reason)
+	Clip::Audit audit
+	SV *event
+	SV *source
+	SV *source_level
+	SV *target
+	SV *target_level
+	SV *name
+	UV length
+	SV *sha256
+	SV *decision
+	SV *decided_by
+	SV *reason
+    CODE:
+	struct clip_error *e = NULL;
+	struct clip_audit_entry entry = {
+		.size = sizeof(entry),
+		.event = cstr(aTHX_ event, "clip_audit_append (event)"),
+		.source = cstr(aTHX_ source, "clip_audit_append (source)"),
+		.source_level = cstr(aTHX_ source_level, "clip_audit_append (source_level)"),
+		.target = cstr(aTHX_ target, "clip_audit_append (target)"),
+		.target_level = cstr(aTHX_ target_level, "clip_audit_append (target_level)"),
+		.name = cstr(aTHX_ name, "clip_audit_append (name)"),
+		.length = length,
+		.decision = cstr(aTHX_ decision, "clip_audit_append (decision)"),
+		.decided_by = cstr(aTHX_ decided_by, "clip_audit_append (decided_by)"),
+		.reason = cstr(aTHX_ reason, "clip_audit_append (reason)"),
+	};
+
+	if (SvOK(sha256)) {
+		STRLEN len;
+		const char *s = SvPV(sha256, len);
+
+		if (len != 32)
+			throw_error(aTHX_ - EINVAL, NULL,
+				    "clip_audit_append (sha256: 32 bytes, not hex)");
+		entry.sha256 = (const uint8_t *)s;
+	}
+	check(aTHX_ clip_audit_append(audit, &entry, &e), e, "clip_audit_append");
