@@ -95,7 +95,7 @@ package Clip::Level {
 		return Clip::Level->parse($x);
 	}
 
-	sub _ops ($x, $y, $swapped) {
+	sub _ops ($x, $y, $swapped, @) {
 		$y = _level($y);
 		return $swapped ? ($y, $x) : ($x, $y);
 	}

@@ -141,13 +141,21 @@ throw_error(pTHX_ int r, struct clip_error *e, const char *what)
 	throw_message(aTHX_ errnum, message, offset, what);
 }
 
-/* @r when it is not an error; croaks otherwise. */
+/*
+ * @r when it is not an error; croaks otherwise. @e (or NULL) is read only
+ * here, after the call that filled it returned (C does not order the
+ * evaluation of arguments).
+ */
 static int
-check(pTHX_ int r, struct clip_error *e, const char *what)
+check(pTHX_ int r, struct clip_error **e, const char *what)
 {
+	struct clip_error *err = e ? *e : NULL;
+
+	if (e)
+		*e = NULL;
 	if (r < 0)
-		throw_error(aTHX_ r, e, what);
-	clip_error_free(e);
+		throw_error(aTHX_ r, err, what);
+	clip_error_free(err);
 	return r;
 }
 
@@ -216,6 +224,21 @@ cstr(pTHX_ SV *sv, const char *what)
 	s = SvPV(sv, len);
 	if (strlen(s) != len)
 		throw_error(aTHX_ - EINVAL, NULL, what);
+	return s;
+}
+
+/*
+ * A context's getter answered NULL: the context is not usable in this
+ * process, which for a live handle means it was created before a fork.
+ */
+static const char *
+ctx_string(pTHX_ const char *s, const char *what)
+{
+	if (!s)
+		throw_message(aTHX_ ECHILD,
+			      newSVpvf("%s: the context was created in another process (before a fork)",
+				       what),
+			      -1, what);
 	return s;
 }
 
@@ -325,7 +348,7 @@ state_dir(ctx, ...)
 	if (items > 1)
 		check(aTHX_ clip_ctx_set_state_dir(ctx, cstr(aTHX_ ST(1), "clip_ctx_set_state_dir")),
 		      NULL, "clip_ctx_set_state_dir");
-	RETVAL = newSVpv(clip_ctx_get_state_dir(ctx), 0);
+	RETVAL = newSVpv(ctx_string(aTHX_ clip_ctx_get_state_dir(ctx), "clip_ctx_get_state_dir"), 0);
     OUTPUT:
 	RETVAL
 
@@ -336,7 +359,8 @@ key_provider(ctx, ...)
 	if (items > 1)
 		check(aTHX_ clip_ctx_set_key_provider(ctx, cstr(aTHX_ ST(1),
 				"clip_ctx_set_key_provider")), NULL, "clip_ctx_set_key_provider");
-	RETVAL = newSVpv(clip_ctx_get_key_provider(ctx), 0);
+	RETVAL = newSVpv(ctx_string(aTHX_ clip_ctx_get_key_provider(ctx),
+				    "clip_ctx_get_key_provider"), 0);
     OUTPUT:
 	RETVAL
 
@@ -364,7 +388,7 @@ label_set(ctx, file, level, flags = 0)
 
 	if (owned)
 		close(fd);
-	check(aTHX_ r, e, "clip_label_set");
+	check(aTHX_ r, &e, "clip_label_set");
 
 Clip::Level
 label_get(ctx, file, flags = 0)
@@ -378,7 +402,7 @@ label_get(ctx, file, flags = 0)
 
 	if (owned)
 		close(fd);
-	check(aTHX_ r, e, "clip_label_get");
+	check(aTHX_ r, &e, "clip_label_get");
     OUTPUT:
 	RETVAL
 
@@ -394,7 +418,7 @@ label_verify(ctx, file, flags = 0)
 
 	if (owned)
 		close(fd);
-	check(aTHX_ r, e, "clip_label_verify");
+	check(aTHX_ r, &e, "clip_label_verify");
 
 void
 label_remove(ctx, file, flags = 0)
@@ -408,7 +432,7 @@ label_remove(ctx, file, flags = 0)
 
 	if (owned)
 		close(fd);
-	check(aTHX_ r, e, "clip_label_remove");
+	check(aTHX_ r, &e, "clip_label_remove");
 
 int
 exec_check_support(ctx)
@@ -429,7 +453,7 @@ exec_check(ctx, file)
 
 	if (owned)
 		close(fd);
-	check(aTHX_ r, e, "clip_exec_check_fd");
+	check(aTHX_ r, &e, "clip_exec_check_fd");
 
 unsigned
 securebits(ctx)
@@ -446,7 +470,7 @@ set_securebits(ctx, bits)
     CODE:
 	struct clip_error *e = NULL;
 
-	check(aTHX_ clip_exec_set_securebits(ctx, bits, &e), e, "clip_exec_set_securebits");
+	check(aTHX_ clip_exec_set_securebits(ctx, bits, &e), &e, "clip_exec_set_securebits");
 
 int
 may_run_file(ctx, file, name = &PL_sv_undef, flags = 0)
@@ -462,7 +486,7 @@ may_run_file(ctx, file, name = &PL_sv_undef, flags = 0)
 
 	if (owned)
 		close(fd);
-	RETVAL = check(aTHX_ r, e, "clip_exec_may_run_file");
+	RETVAL = check(aTHX_ r, &e, "clip_exec_may_run_file");
     OUTPUT:
 	RETVAL
 
@@ -481,7 +505,7 @@ may_run_interactive(ctx, file, what = &PL_sv_undef, flags = 0)
 
 	if (owned)
 		close(fd);
-	RETVAL = check(aTHX_ r, e, "clip_exec_may_run_interactive");
+	RETVAL = check(aTHX_ r, &e, "clip_exec_may_run_interactive");
     OUTPUT:
 	RETVAL
 
@@ -493,7 +517,7 @@ _exec_open(ctx, path, flags = 0)
     CODE:
 	struct clip_error *e = NULL;
 
-	RETVAL = check(aTHX_ clip_exec_open(ctx, AT_FDCWD, path, flags, &e), e, "clip_exec_open");
+	RETVAL = check(aTHX_ clip_exec_open(ctx, AT_FDCWD, path, flags, &e), &e, "clip_exec_open");
     OUTPUT:
 	RETVAL
 
@@ -511,7 +535,7 @@ exec_read_all(ctx, file, max = 0)
 
 	if (owned)
 		close(fd);
-	check(aTHX_ r, e, "clip_exec_read_all");
+	check(aTHX_ r, &e, "clip_exec_read_all");
 	RETVAL = newSVpvn(buf, size);
 	free(buf);
     OUTPUT:
@@ -537,7 +561,7 @@ _audit_check(ctx, dir, name, want_records)
 			     &warnings, &e);
 	if (owned)
 		close(dfd);
-	check(aTHX_ r, e, "clip_audit_check");
+	check(aTHX_ r, &e, "clip_audit_check");
 	EXTEND(SP, 3);
 	PUSHs(sv_2mortal(newSVuv((UV)count)));
 	PUSHs(sv_2mortal(newSVuv(warnings)));
@@ -562,7 +586,7 @@ _audit_verify(ctx, dir, name, want_records)
 			      &e);
 	if (owned)
 		close(dfd);
-	check(aTHX_ r, e, "clip_audit_verify");
+	check(aTHX_ r, &e, "clip_audit_verify");
 	EXTEND(SP, 2);
 	PUSHs(sv_2mortal(newSVuv((UV)count)));
 	PUSHs(sv_2mortal(newRV_inc((SV *)records)));
@@ -581,7 +605,7 @@ parse(class, text)
 	(void)class;
 	if (strlen(s) != len)
 		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse (a NUL byte in the text)");
-	check(aTHX_ clip_level_parse(&RETVAL, s, &e), e, "clip_level_parse");
+	check(aTHX_ clip_level_parse(&RETVAL, s, &e), &e, "clip_level_parse");
     OUTPUT:
 	RETVAL
 
@@ -714,7 +738,7 @@ parse(class, text)
 	(void)class;
 	if (strlen(s) != len)
 		throw_error(aTHX_ - EINVAL, NULL, "clip_range_parse (a NUL byte in the text)");
-	check(aTHX_ clip_range_parse(&RETVAL, s, &e), e, "clip_range_parse");
+	check(aTHX_ clip_range_parse(&RETVAL, s, &e), &e, "clip_range_parse");
     OUTPUT:
 	RETVAL
 
@@ -784,7 +808,7 @@ parse(class, text)
 	const char *s = SvPV(text, len);
 
 	(void)class;
-	check(aTHX_ clip_level_names_parse(&RETVAL, s, len, &e), e, "clip_level_names_parse");
+	check(aTHX_ clip_level_names_parse(&RETVAL, s, len, &e), &e, "clip_level_names_parse");
     OUTPUT:
 	RETVAL
 
@@ -805,7 +829,7 @@ level(names, text)
 
 	if (strlen(s) != len)
 		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse_name (a NUL byte in the text)");
-	check(aTHX_ clip_level_parse_name(&RETVAL, names, s, &e), e, "clip_level_parse_name");
+	check(aTHX_ clip_level_parse_name(&RETVAL, names, s, &e), &e, "clip_level_parse_name");
     OUTPUT:
 	RETVAL
 
@@ -848,7 +872,7 @@ _send(class, socket, file, target, name, note)
 		close(sock);
 	if (owned)
 		close(fd);
-	check(aTHX_ r, e, "clip_transfer_send");
+	check(aTHX_ r, &e, "clip_transfer_send");
     OUTPUT:
 	RETVAL
 
@@ -930,7 +954,7 @@ _open(class, ctx, dir, name, flags)
 	(void)class;
 	if (owned)
 		close(dfd);
-	check(aTHX_ r, e, "clip_audit_open");
+	check(aTHX_ r, &e, "clip_audit_open");
     OUTPUT:
 	RETVAL
 
@@ -979,4 +1003,4 @@ _append(audit, event, source, source_level, target, target_level, name, length, 
 				    "clip_audit_append (sha256: 32 bytes, not hex)");
 		entry.sha256 = (const uint8_t *)s;
 	}
-	check(aTHX_ clip_audit_append(audit, &entry, &e), e, "clip_audit_append");
+	check(aTHX_ clip_audit_append(audit, &entry, &e), &e, "clip_audit_append");

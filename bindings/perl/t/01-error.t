@@ -1,6 +1,48 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# Clip::Error: the library's message and errno, a class per errno family,
+# where the call was made.
 use v5.36;
 use Test::More;
+use Errno qw(EINVAL ENOENT EACCES EPERM EBADMSG ENOKEY EBUSY EOPNOTSUPP ENODATA ECHILD EINTR
+	ECONNREFUSED ENOSPC EIO EEXIST);
 use Clip;
-ok(1, "placeholder");
+
+# A refusal of the library: the parser's own message, errno, offset.
+my $line = __LINE__ + 1;
+my $ok = eval { Clip::Level->parse('s2:c0.x3'); 1 };
+my $e = $@;
+ok(!$ok, 'error: a refused parse croaks');
+isa_ok($e, 'Clip::Error::Invalid', 'error: a parse refusal');
+isa_ok($e, 'Clip::Error', 'error: every family');
+is($e->errno, EINVAL, 'error: errno is the positive EINVAL');
+is($e->name, 'EINVAL', 'error: name is the errno symbol');
+is($e->message, q{invalid level "s2:c0.x3": expected 'c' at offset 6},
+	"error: message is the library's, unchanged");
+is($e->offset, 6, 'error: offset is the parser\'s');
+is($e->function, 'clip_level_parse', 'error: function names the C function');
+is($e->file, __FILE__, 'error: file is the caller\'s');
+is($e->line, $line, 'error: line is the caller\'s');
+is("$e", $e->message . " at " . __FILE__ . " line $line.\n", 'error: stringifies as die would');
+
+# The family table (Clip.pm, ERRORS): one errno of each, through the same
+# path as a library refusal.
+my %family = (
+	EINVAL() => 'Invalid', EACCES() => 'Permission', EPERM() => 'Permission',
+	ENOENT() => 'NotFound', ENODATA() => 'NotFound', EEXIST() => 'Exists',
+	EBUSY() => 'Busy', EOPNOTSUPP() => 'Unsupported', EBADMSG() => 'Integrity',
+	ENOKEY() => 'NoKey', ECONNREFUSED() => 'Connection', ENOSPC() => 'Resource',
+	EIO() => 'IO', ECHILD() => 'Forked',
+);
+for my $errno (sort { $a <=> $b } keys %family) {
+	eval { Clip::Error->throw($errno, "family $errno") };
+	my $err = $@;
+	is(ref $err, "Clip::Error::$family{$errno}", "error: errno $errno is Clip::Error::$family{$errno}");
+}
+eval { Clip::Error->throw(EINTR, 'other') };
+is(ref $@, 'Clip::Error', 'error: an errno of no family is Clip::Error itself');
+is($@->errno, EINTR, 'error: and keeps its errno');
+
+# A wrong type is Perl's plain croak, not a Clip::Error.
+eval { Clip::Level::compare('s1', 's2') };
+ok(!ref $@ && $@ =~ /to be of type Clip::Level/, 'error: a wrong argument type is a plain croak');
 done_testing;

@@ -1,6 +1,60 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# Clip::Context: the scenarios of tests/unit/test-ctx.c, through the binding.
 use v5.36;
 use Test::More;
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use ClipTest;
+use Errno qw(ECHILD);
 use Clip;
-ok(1, "placeholder");
+
+my $ctx = Clip::Context->new;
+is($ctx->state_dir, $ENV{CLIP_STATE_DIR}, 'context new: the state directory of $CLIP_STATE_DIR');
+is($ctx->key_provider, 'file', 'context new: the file key provider');
+{
+	local $ENV{CLIP_STATE_DIR} = 'relative/dir';
+	is(Clip::Context->new->state_dir, '/var/lib/clip',
+		'context new: a relative $CLIP_STATE_DIR is ignored');
+}
+my $c2 = Clip::Context->new(state_dir => '/srv/clip', key_provider => 'file', log_priority => 6);
+is($c2->state_dir, '/srv/clip', 'context new: state_dir option');
+is($c2->log_priority, 6, 'context new: log_priority option');
+is($c2->state_dir('/srv/other'), '/srv/other', 'context state_dir: set then get');
+
+for my $bad (['relative', 'a relative path'], ['', 'an empty path'],
+	     ['/' . ('a' x 5000), 'a path over PATH_MAX'], ["/a\0b", 'a NUL byte']) {
+	eval { $c2->state_dir($bad->[0]) };
+	isa_ok($@, 'Clip::Error::Invalid', "context state_dir refusal: $bad->[1]");
+}
+is($c2->state_dir, '/srv/other', 'context state_dir: a refusal leaves it');
+eval { $c2->key_provider('nonsense') };
+isa_ok($@, 'Clip::Error::Unsupported', 'context key_provider refusal: an unknown provider');
+eval { $c2->log_priority(8) };
+isa_ok($@, 'Clip::Error::Invalid', 'context log_priority refusal: 8');
+
+# Used after fork: ECHILD, a Clip::Error::Forked; the parent's still works.
+my $rc = in_child(sub {
+	for my $call (sub { $ctx->log_priority(6) }, sub { $ctx->state_dir('/x') },
+		      sub { $ctx->state_dir }) {
+		eval { $call->() };
+		return 1 unless ref $@ && $@->isa('Clip::Error::Forked') && $@->errno == ECHILD;
+	}
+	return 0;
+});
+is($rc, 0, 'context after fork refusal: every call croaks Clip::Error::Forked');
+is($ctx->log_priority(6), 6, 'context after fork: the parent\'s context still works');
+my $child_ctx = in_child(sub { Clip::Context->new(state_dir => '/srv/x')->state_dir eq '/srv/x' ? 0 : 1 });
+is($child_ctx, 0, 'context after fork: a context made in the child works');
+
+# Freed when the last reference goes (DESTROY, not a later collection):
+# a weak reference sees it at once.
+use Scalar::Util qw(weaken);
+my $weak;
+{
+	my $c = Clip::Context->new;
+	$weak = $c;
+	weaken($weak);
+	ok(defined $weak, 'context lifetime: alive in its scope');
+}
+ok(!defined $weak, 'context lifetime: freed when its scope ends');
 done_testing;
