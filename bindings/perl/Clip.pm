@@ -135,18 +135,31 @@ package Clip::Transfer {
 	sub CLONE_SKIP { 1 }
 
 	sub send ($class, %opt) {
-		for my $k (qw(socket file to)) {
+		for my $k (qw(file to)) {
 			Clip::_throw(22, "Clip::Transfer->send: no '$k'") unless defined $opt{$k};
 		}
-		return _send($class, $opt{socket}, $opt{file}, $opt{to}, $opt{name}, $opt{note});
+		# The name in the target's inbox: as clipctl gives it, the
+		# path's last component, or "document" for a handle.
+		my $name = $opt{name} // (ref $opt{file} || $opt{file} !~ m{([^/]+)/*$} ? 'document' : $1);
+		return _send($class, $opt{socket}, $opt{file}, $opt{to}, $name, $opt{note});
 	}
 
 	sub delivered ($self) { $self->status == Clip::TRANSFER_DELIVERED }
 
+	# A refusal as an exception, worded as clipctl words it: a denial is
+	# a Clip::Error::Permission (EACCES unless the mediator gave an
+	# errno), a failure the class of its errno (EIO when none).
 	sub check ($self) {
-		return $self if $self->delivered;
-		my $errno = $self->errno || 13;
-		Clip::_throw($errno, $self->message || "transfer not delivered");
+		my $status = $self->status;
+		return $self if $status == Clip::TRANSFER_DELIVERED;
+		my $why = $self->message;
+		my $errno = $self->errno;
+		if ($status == Clip::TRANSFER_DENIED_POLICY) {
+			Clip::_throw($errno || 13, "denied by policy: $why");
+		} elsif ($status == Clip::TRANSFER_DENIED_USER) {
+			Clip::_throw($errno || 13, "denied by the user: $why");
+		}
+		Clip::_throw($errno || 5, "failed: $why");
 	}
 }
 
@@ -361,6 +374,11 @@ The whole content, at most C<$max> bytes (0: 64 MiB).
 
 =item Clip::Transfer->send(socket => $path, file => $file, to => $target, name => $name, note => $note)
 
+C<socket> is the cage's socket to the mediator (undef: C<$CLIP_TRANSFER_SOCKET>, then
+F</run/clip/transfer.sock>); C<file> a path or a filehandle open for reading;
+C<name> defaults to the path's last component, or C<document> for a handle;
+C<note> (optional) is shown to the user.
+
 Asks the mediator (L<clipd(8)>) to move a document to the cage C<$target>,
 and waits for the answer (the user may be asked). Croaks only when there is
 no answer (C<Clip::Error::NotFound> or C<::Connection> without a mediator);
@@ -374,8 +392,11 @@ the inbox; C<digest> the list (size, SHA-256 in hex, encrypted).
 
 =item $t->check
 
-Returns C<$t> when delivered, else croaks the refusal as a C<Clip::Error>
-of its errno.
+Returns C<$t> when delivered, else croaks the refusal, worded as
+L<clipctl(1)> words it (C<denied by policy: REASON>, C<denied by the user:
+REASON>, C<failed: REASON>): a denial is a C<Clip::Error::Permission>
+(EACCES unless the mediator gave an errno), a failure the class of its
+errno (EIO when none).
 
 =back
 

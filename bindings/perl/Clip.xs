@@ -102,9 +102,31 @@ error_class(int errnum)
 }
 
 /*
+ * The statement of the user's program that called into Clip: the current
+ * one (PL_curcop, while an XSUB runs), or when that is in Clip.pm's own
+ * wrappers, the first caller outside the Clip packages.
+ */
+static const COP *
+user_cop(pTHX)
+{
+	const COP *cop = PL_curcop;
+
+	for (I32 level = 0;; level++) {
+		const char *pkg = CopSTASHPV(cop);
+		const PERL_CONTEXT *cx;
+
+		if (!pkg || (strcmp(pkg, "Clip") != 0 && strncmp(pkg, "Clip::", 6) != 0))
+			return cop;
+		cx = caller_cx(level, NULL);
+		if (!cx)
+			return cop;
+		cop = cx->blk_oldcop;
+	}
+}
+
+/*
  * Croak a Clip::Error of the class of @errnum with @message (a new SV,
- * taken). The object records where in the Perl program the call was made
- * (PL_curcop: the caller's statement while an XSUB runs).
+ * taken). The object records where in the Perl program the call was made.
  */
 static void __attribute__((noreturn))
 throw_message(pTHX_ int errnum, SV *message, int offset, const char *what)
@@ -112,14 +134,15 @@ throw_message(pTHX_ int errnum, SV *message, int offset, const char *what)
 	HV *hv = newHV();
 	SV *obj = sv_2mortal(newRV_noinc((SV *)hv));
 	const char *name = strerrorname_np(errnum);
+	const COP *cop = user_cop(aTHX);
 
 	(void)hv_stores(hv, "message", message);
 	(void)hv_stores(hv, "errno", newSViv(errnum));
 	(void)hv_stores(hv, "name", newSVpv(name ? name : "", 0));
 	(void)hv_stores(hv, "offset", newSViv(offset));
 	(void)hv_stores(hv, "function", newSVpv(what, 0));
-	(void)hv_stores(hv, "file", newSVpv(CopFILE(PL_curcop), 0));
-	(void)hv_stores(hv, "line", newSVuv(CopLINE(PL_curcop)));
+	(void)hv_stores(hv, "file", newSVpv(CopFILE(cop), 0));
+	(void)hv_stores(hv, "line", newSVuv(CopLINE(cop)));
 	sv_bless(obj, gv_stashpv(error_class(errnum), GV_ADD));
 	croak_sv(obj);
 }
@@ -322,7 +345,7 @@ _throw(errnum, message)
 	const char *message
     CODE:
 	/* Clip::Error->throw: a Perl-side refusal as the library's would be. */
-	throw_error(aTHX_ - errnum, NULL, message);
+	throw_message(aTHX_ errnum, newSVpv(message, 0), -1, "Clip");
 
 MODULE = Clip		PACKAGE = Clip::Context
 
@@ -851,7 +874,7 @@ MODULE = Clip		PACKAGE = Clip::Transfer
 Clip::Transfer
 _send(class, socket, file, target, name, note)
 	const char *class
-	const char *socket
+	SV *socket
 	SV *file
 	SV *target
 	SV *name
@@ -865,7 +888,7 @@ _send(class, socket, file, target, name, note)
 
 	(void)class;
 	fd = fd_of(aTHX_ file, O_RDONLY, &owned, "clip_transfer_send");
-	r = clip_transfer_connect(&sock, socket, &e);
+	r = clip_transfer_connect(&sock, cstr(aTHX_ socket, "clip_transfer_connect"), &e);
 	if (r >= 0)
 		r = clip_transfer_send(&RETVAL, sock, fd, t, n, no, &e);
 	if (sock >= 0)

@@ -24,6 +24,13 @@ is($e->file, __FILE__, 'error: file is the caller\'s');
 is($e->line, $line, 'error: line is the caller\'s');
 is("$e", $e->message . " at " . __FILE__ . " line $line.\n", 'error: stringifies as die would');
 
+# Through a wrapper of Clip.pm: still the caller's file and line.
+my $ctx = Clip::Context->new(state_dir => '/nonexistent/clip-perl-test');
+$line = __LINE__ + 1;
+eval { $ctx->audit_verify(dir => '/nonexistent/clip-perl-test') };
+is($@->line, $line, 'error: through Clip.pm\'s wrappers, the line is the caller\'s');
+is($@->file, __FILE__, 'error: through Clip.pm\'s wrappers, the file is the caller\'s');
+
 # The family table (Clip.pm, ERRORS): one errno of each, through the same
 # path as a library refusal.
 my %family = (

@@ -1,6 +1,121 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
+# The transfer client against a real clipd (the one just built): the
+# delivered and refused scenarios of tests/integration/transfer-e2e.sh,
+# through the binding, then the audit log clipd wrote, verified.
 use v5.36;
 use Test::More;
-use Clip;
-ok(1, "placeholder");
+use FindBin;
+use lib "$FindBin::Bin/lib";
+use ClipTest;
+use Digest::SHA qw(sha256_hex);
+use Errno qw(ENOENT EINVAL);
+use POSIX ();
+use Clip qw(:all);
+
+my $clipd = $ENV{CLIP_TEST_CLIPD} // die "CLIP_TEST_CLIPD not set\n";
+my $d = scratch();
+my $rootless = !is_host_root();
+mkdir "$d/$_" or die "$d/$_: $!" for qw(cfg state run in-low in-mid in-high);
+chmod 0700, "$d/state";
+sub write_file ($path, $text) {
+	open(my $fh, '>', $path) or die "$path: $!";
+	print $fh $text;
+	close $fh or die;
+}
+write_file("$d/cfg/policy", "low mid allow\nlow high ask\n");
+write_file("$d/cfg/cages", join('', map { "$_->[0] $_->[1] $d/in-$_->[0] $d/run/$_->[0].sock\n" }
+	['low', 's0'], ['mid', 's1'], ['high', 's2']));
+
+# clipd on that configuration, with its readiness on fd 3.
+pipe(my $ready_r, my $ready_w) or die "pipe: $!";
+my $pid = fork // die "fork: $!";
+if ($pid == 0) {
+	close $ready_r;
+	POSIX::dup2(fileno($ready_w), 3) or POSIX::_exit(126);
+	open(STDERR, '>>', "$d/clipd.log");
+	no warnings 'exec';
+	exec { $clipd } ($clipd, '--config', "$d/cfg", '--state-dir', "$d/state",
+		'--agent-socket', "$d/run/confirm.sock", '--ready-fd', '3',
+		'--confirm-timeout-ms', '1000', $rootless ? ('--rootless') : ());
+	POSIX::_exit(127);
+}
+close $ready_w;
+my $line = eval {
+	local $SIG{ALRM} = sub { die "timeout\n" };
+	alarm 20;
+	my $l = <$ready_r>;
+	alarm 0;
+	$l;
+} // '';
+END { if ($pid) { kill 'TERM', $pid; waitpid($pid, 0) } }
+is($line, "READY=1\n", 'transfer: clipd is ready') or do {
+	diag(`cat $d/clipd.log`);
+	BAIL_OUT('no clipd');
+};
+
+my $doc = "$d/doc.bin";
+write_file($doc, join('', map { chr(($_ * 7) % 256) } 1 .. 3000));
+my $sum = do { open(my $fh, '<:raw', $doc) or die; local $/; sha256_hex(<$fh>) };
+
+# Delivered: up, allowed by the policy.
+my $t = Clip::Transfer->send(socket => "$d/run/low.sock", file => $doc, to => 'mid',
+	note => 'quarterly figures');
+isa_ok($t, 'Clip::Transfer', 'transfer send: the result');
+ok($t->delivered, 'transfer send: low to mid delivered') or diag($t->message);
+is($t->status, TRANSFER_DELIVERED, 'transfer status: TRANSFER_DELIVERED');
+is($t->name, 'doc.bin', 'transfer name: as given in the inbox');
+my ($size, $sha, $encrypted) = $t->digest;
+is($size, 3000, 'transfer digest: the size');
+is($sha, $sum, 'transfer digest: the SHA-256');
+ok(!$encrypted, 'transfer digest: not encrypted (up)');
+is($t->check, $t, 'transfer check: a delivered transfer returns itself');
+my $got = do { open(my $fh, '<:raw', "$d/in-mid/doc.bin") or die; local $/; sha256_hex(<$fh>) };
+is($got, $sum, 'transfer send: byte-identical in the target inbox');
+my $core = Clip::Context->new(state_dir => "$d/state");
+is($core->label_get("$d/in-mid/doc.bin", $rootless ? LABEL_ROOTLESS : 0)->format, 's1',
+	'transfer send: the delivered file is labelled with the target level');
+
+# A filehandle as the document; the same name again gets a suffix.
+open(my $fh, '<', $doc) or die;
+$t = Clip::Transfer->send(socket => "$d/run/low.sock", file => $fh, to => 'mid');
+ok($t->delivered, 'transfer send: a filehandle as the document');
+ok(defined $t->name && $t->name ne 'doc.bin', 'transfer name: a second document is not the first\'s name');
+
+# Refused: a value, not an exception; check() makes it one.
+$t = Clip::Transfer->send(socket => "$d/run/mid.sock", file => $doc, to => 'low');
+ok(!$t->delivered, 'transfer refusal: down is not delivered');
+is($t->status, TRANSFER_DENIED_POLICY, 'transfer refusal: TRANSFER_DENIED_POLICY');
+is($t->message, 'no rule allows it', 'transfer refusal: the mediator\'s reason');
+ok(!-e "$d/in-low/doc.bin", 'transfer refusal: nothing in the inbox');
+eval { $t->check };
+ok(ref $@ && $@->isa('Clip::Error::Permission') && $@->message eq 'denied by policy: no rule allows it',
+	'transfer check refusal: croaks the denial as a Clip::Error::Permission')
+	or diag(ref $@ ? ref($@) . ' ' . $@->message : $@);
+# Asked, nobody to ask: refused by the mediator (no agent).
+$t = Clip::Transfer->send(socket => "$d/run/low.sock", file => $doc, to => 'high');
+ok(!$t->delivered && $t->status != TRANSFER_DELIVERED, 'transfer refusal: ask without an agent')
+	or diag($t->message);
+
+# Refusals before any answer: croaked.
+eval { Clip::Transfer->send(socket => "$d/run/none.sock", file => $doc, to => 'mid') };
+ok(ref $@ && $@->isa('Clip::Error::NotFound') && $@->errno == ENOENT,
+	'transfer send refusal: no mediator on that socket (NotFound)')
+	or diag(ref $@ ? $@->message : $@);
+eval { Clip::Transfer->send(socket => "$d/run/low.sock", file => $doc) };
+ok(ref $@ && $@->isa('Clip::Error::Invalid') && $@->errno == EINVAL,
+	'transfer send refusal: no target');
+eval { Clip::Transfer->send(socket => "$d/run/low.sock", file => "$d/missing", to => 'mid') };
+ok(ref $@ && $@->isa('Clip::Error::NotFound'), 'transfer send refusal: no such document');
+
+# The audit log clipd wrote, verified through the binding once it stopped.
+kill 'TERM', $pid;
+waitpid($pid, 0);
+$pid = 0;
+my $n = $core->audit_verify;
+ok($n >= 4, "transfer audit: the log verifies ($n records)");
+my @records = $core->audit_show;
+is(scalar @records, $n, 'transfer audit show: every record');
+ok((grep { /src=low .*dst=mid .*decision=allow/ } @records), 'transfer audit show: the allowed transfer')
+	or diag(join("\n", @records));
+ok((grep { /src=mid .*dst=low .*decision=deny/ } @records), 'transfer audit show: the refusal');
 done_testing;
