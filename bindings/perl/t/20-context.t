@@ -8,8 +8,8 @@ use ClipTest;
 use Errno qw(ECHILD);
 use Clip;
 
-my $ctx = Clip::Context->new;
-is($ctx->state_dir, $ENV{CLIP_STATE_DIR}, 'context new: the state directory of $CLIP_STATE_DIR');
+my $ctx = do { local $ENV{CLIP_STATE_DIR} = '/srv/clip-from-env'; Clip::Context->new };
+is($ctx->state_dir, '/srv/clip-from-env', 'context new: the state directory of $CLIP_STATE_DIR');
 is($ctx->key_provider, 'file', 'context new: the file key provider');
 {
 	local $ENV{CLIP_STATE_DIR} = 'relative/dir';
