@@ -89,30 +89,27 @@ package Clip::Level {
 		return _new($class, $sensitivity, @categories);
 	}
 
-	# A level, or a text parsed as one (the other operand of an operator).
+	# A level, or a text parsed as one.
 	sub _level ($x) {
 		return $x if ref $x && $x->isa('Clip::Level');
 		return Clip::Level->parse($x);
 	}
 
-	sub _ops ($x, $y, $swapped, @) {
-		$y = _level($y);
-		return $swapped ? ($y, $x) : ($x, $y);
-	}
-
+	# The operators are XSUBs (Clip.xs, _eq and its aliases): the other
+	# operand may be a text, parsed as a level.
 	use overload
-		'""' => sub { $_[0]->format },
+		'""' => \&format,
 		'bool' => sub { 1 },
-		'==' => sub { my ($x, $y) = _ops(@_); $x->equal($y) },
-		'eq' => sub { my ($x, $y) = _ops(@_); $x->equal($y) },
-		'!=' => sub { my ($x, $y) = _ops(@_); !$x->equal($y) },
-		'ne' => sub { my ($x, $y) = _ops(@_); !$x->equal($y) },
-		'>=' => sub { my ($x, $y) = _ops(@_); $x->dominates($y) },
-		'<=' => sub { my ($x, $y) = _ops(@_); $y->dominates($x) },
-		'>' => sub { my ($x, $y) = _ops(@_); $x->compare($y) == Clip::LEVEL_DOMINATES },
-		'<' => sub { my ($x, $y) = _ops(@_); $x->compare($y) == Clip::LEVEL_DOMINATED },
-		'|' => sub { my ($x, $y) = _ops(@_); $x->join($y) },
-		'&' => sub { my ($x, $y) = _ops(@_); $x->meet($y) },
+		'==' => \&_eq,
+		'eq' => \&_eq,
+		'!=' => \&_ne,
+		'ne' => \&_ne,
+		'>=' => \&_ge,
+		'<=' => \&_le,
+		'>' => \&_gt,
+		'<' => \&_lt,
+		'|' => \&_or,
+		'&' => \&_and,
 		# A partial order: no <=> or cmp, so that sort cannot pretend.
 		fallback => undef;
 }
@@ -124,7 +121,7 @@ package Clip::Range {
 		return _new($class, Clip::Level::_level($low), Clip::Level::_level($high));
 	}
 
-	use overload '""' => sub { $_[0]->format }, 'bool' => sub { 1 }, fallback => undef;
+	use overload '""' => \&format, 'bool' => sub { 1 }, fallback => undef;
 }
 
 package Clip::LevelNames {

@@ -265,6 +265,27 @@ ctx_string(pTHX_ const char *s, const char *what)
 	return s;
 }
 
+/*
+ * The other operand of a Clip::Level operator: a level (a new reference)
+ * or a text parsed as one (croaks when it is none).
+ */
+static struct clip_level *
+level_arg(pTHX_ SV *sv)
+{
+	struct clip_error *e = NULL;
+	struct clip_level *l = NULL;
+	const char *s;
+	STRLEN len;
+
+	if (sv_isobject(sv) && sv_derived_from(sv, "Clip::Level"))
+		return clip_level_ref(INT2PTR(struct clip_level *, SvIV(SvRV(sv))));
+	s = SvPV(sv, len);
+	if (strlen(s) != len)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse (a NUL byte in the text)");
+	check(aTHX_ clip_level_parse(&l, s, &e), &e, "clip_level_parse");
+	return l;
+}
+
 /* The audit walk's callback: each verified record onto the array. */
 static int
 collect_record(const char *record, void *userdata)
@@ -726,6 +747,63 @@ equal(a, b)
 	Clip::Level b
     CODE:
 	RETVAL = check(aTHX_ clip_level_equal(a, b), NULL, "clip_level_equal");
+    OUTPUT:
+	RETVAL
+
+SV *
+_eq(a, b, swapped, ...)
+	Clip::Level a
+	SV *b
+	SV *swapped
+    ALIAS:
+	_ne = 1
+	_ge = 2
+	_le = 3
+	_gt = 4
+	_lt = 5
+	_or = 6
+	_and = 7
+    CODE:
+	/* The overloaded operators (Clip.pm), in C: a text operand parsed. */
+	struct clip_level *other = level_arg(aTHX_ b), *x = a, *y = other, *l = NULL;
+	int r;
+
+	if (SvTRUE(swapped)) {
+		x = other;
+		y = a;
+	}
+	if (ix >= 6) {
+		r = ix == 6 ? clip_level_join(&l, x, y) : clip_level_meet(&l, x, y);
+		clip_level_unref(other);
+		check(aTHX_ r, NULL, ix == 6 ? "clip_level_join" : "clip_level_meet");
+		RETVAL = newSV(0);
+		sv_setref_pv(RETVAL, "Clip::Level", l);
+	} else {
+		r = clip_level_compare(x, y);
+		clip_level_unref(other);
+		check(aTHX_ r, NULL, "clip_level_compare");
+		switch (ix) {
+		case 0:
+			r = r == CLIP_LEVEL_EQUAL;
+			break;
+		case 1:
+			r = r != CLIP_LEVEL_EQUAL;
+			break;
+		case 2:
+			r = r == CLIP_LEVEL_EQUAL || r == CLIP_LEVEL_DOMINATES;
+			break;
+		case 3:
+			r = r == CLIP_LEVEL_EQUAL || r == CLIP_LEVEL_DOMINATED;
+			break;
+		case 4:
+			r = r == CLIP_LEVEL_DOMINATES;
+			break;
+		default:
+			r = r == CLIP_LEVEL_DOMINATED;
+			break;
+		}
+		RETVAL = boolSV(r);
+	}
     OUTPUT:
 	RETVAL
 
