@@ -189,8 +189,8 @@ package Clip::Error {
 	sub throw ($class, $errno, $message) { Clip::_throw($errno, $message) }
 }
 
-for my $family (qw(Invalid Permission NotFound Exists Busy Unsupported Integrity NoKey
-		   Connection Resource IO Forked)) {
+for my $family (qw(Invalid Permission NotFound Integrity NoKey Busy BadFile Unsupported State
+		   Connection Timeout Resource)) {
 	no strict 'refs';
 	@{"Clip::Error::${family}::ISA"} = ('Clip::Error');
 }
@@ -242,7 +242,7 @@ keys are released at the end of the enclosing scope, not at some later
 collection.
 
 A context created before a C<fork> refuses to work in the child
-(L</ERRORS>, C<Clip::Error::Forked>): create one in the child.
+(L</ERRORS>, C<Clip::Error::State>): create one in the child.
 
 =head1 CONTEXT
 
@@ -326,7 +326,8 @@ Returns the verified level.
 
 Returns nothing, or croaks: C<Clip::Error::NotFound> (no label: ENODATA),
 C<Clip::Error::Integrity> (a MAC that does not verify: EBADMSG),
-C<Clip::Error::NoKey>.
+C<Clip::Error::NoKey> (no key in the state directory), C<Clip::Error::BadFile>
+(a closed handle).
 
 =item $ctx->label_remove($file, $flags = 0)
 
@@ -378,7 +379,7 @@ C<note> (optional) is shown to the user.
 
 Asks the mediator (L<clipd(8)>) to move a document to the cage C<$target>,
 and waits for the answer (the user may be asked). Croaks only when there is
-no answer (C<Clip::Error::NotFound> or C<::Connection> without a mediator);
+no answer (C<Clip::Error::NotFound> or C<Clip::Error::Connection> without a mediator);
 a refusal is a value:
 
 =item $t->status, $t->delivered, $t->errno, $t->message, $t->name, $t->digest
@@ -436,22 +437,21 @@ C<name> (C<EINVAL>...), C<message>, C<offset> (the byte a parser stopped at,
 or -1), C<function> (the C function), C<file> and C<line> (the caller's).
 It stringifies as C<message at FILE line N.>. Its class says the family:
 
-  Clip::Error::Invalid      EINVAL E2BIG ENAMETOOLONG ERANGE EDOM EBADF
-                            ENOTDIR EISDIR ELOOP ENOTSOCK
-  Clip::Error::Permission   EPERM EACCES
-  Clip::Error::NotFound     ENOENT ESRCH ENXIO ENODEV ENODATA (no label)
-  Clip::Error::Exists       EEXIST ENOTEMPTY
-  Clip::Error::Busy         EBUSY EAGAIN ETXTBSY EALREADY EINPROGRESS
-  Clip::Error::Unsupported  EOPNOTSUPP ENOSYS EAFNOSUPPORT EPROTONOSUPPORT
-  Clip::Error::Integrity    EBADMSG EKEYREJECTED
-  Clip::Error::NoKey        ENOKEY EKEYEXPIRED EKEYREVOKED
-  Clip::Error::Connection   ECONNREFUSED ECONNRESET ECONNABORTED EPIPE
-                            ENOTCONN ETIMEDOUT
+  Clip::Error::Invalid      EINVAL E2BIG ERANGE ENAMETOOLONG EILSEQ
+  Clip::Error::Permission   EPERM EACCES EROFS
+  Clip::Error::NotFound     ENOENT ENODATA (no label) ESRCH
+  Clip::Error::Integrity    EBADMSG (a label or audit log that does not verify)
+  Clip::Error::NoKey        ENOKEY
+  Clip::Error::Busy         EBUSY EEXIST ETXTBSY
+  Clip::Error::BadFile      EBADF EMEDIUMTYPE EISDIR ENOTDIR ELOOP
+  Clip::Error::Unsupported  EOPNOTSUPP ENOSYS ENODEV
+  Clip::Error::State        ECHILD (a context used after fork)
+  Clip::Error::Connection   ECONNREFUSED ECONNRESET EPIPE
+  Clip::Error::Timeout      ETIMEDOUT EAGAIN
   Clip::Error::Resource     ENOMEM ENOSPC EDQUOT EMFILE ENFILE EFBIG
-  Clip::Error::IO           EIO EROFS
-  Clip::Error::Forked       ECHILD (a context used after fork)
-  Clip::Error               any other errno
+  Clip::Error               any other errno (EIO...)
 
+The families are those of the Python binding (doc/bindings.md).
 A wrong argument type (not a C<Clip::Level> where one is needed) is Perl's
 usual plain croak.
 

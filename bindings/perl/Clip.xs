@@ -31,59 +31,56 @@ typedef struct clip_level_names *Clip__LevelNames;
 typedef struct clip_transfer *Clip__Transfer;
 typedef struct clip_audit *Clip__Audit;
 
-/* The class of an error by its errno (doc: Clip.pm, ERRORS). */
+/*
+ * The class of an error by its errno (doc: Clip.pm, ERRORS): the families
+ * of the Python binding's exceptions (doc/bindings.md), so that the two
+ * bindings sort a refusal alike.
+ */
 static const char *
 error_class(int errnum)
 {
 	switch (errnum) {
 	case EINVAL:
 	case E2BIG:
-	case ENAMETOOLONG:
 	case ERANGE:
-	case EDOM:
-	case EBADF:
-	case ENOTDIR:
-	case EISDIR:
-	case ELOOP:
-	case ENOTSOCK:
+	case ENAMETOOLONG:
+	case EILSEQ:
 		return "Clip::Error::Invalid";
 	case EPERM:
 	case EACCES:
+	case EROFS:
 		return "Clip::Error::Permission";
 	case ENOENT:
-	case ESRCH:
-	case ENXIO:
-	case ENODEV:
 	case ENODATA:
+	case ESRCH:
 		return "Clip::Error::NotFound";
-	case EEXIST:
-	case ENOTEMPTY:
-		return "Clip::Error::Exists";
-	case EBUSY:
-	case EAGAIN:
-	case ETXTBSY:
-	case EALREADY:
-	case EINPROGRESS:
-		return "Clip::Error::Busy";
-	case EOPNOTSUPP:
-	case ENOSYS:
-	case EAFNOSUPPORT:
-	case EPROTONOSUPPORT:
-		return "Clip::Error::Unsupported";
 	case EBADMSG:
-	case EKEYREJECTED:
 		return "Clip::Error::Integrity";
 	case ENOKEY:
-	case EKEYEXPIRED:
-	case EKEYREVOKED:
 		return "Clip::Error::NoKey";
+	case EBUSY:
+	case EEXIST:
+	case ETXTBSY:
+		return "Clip::Error::Busy";
+	case EBADF:
+	case EMEDIUMTYPE:
+	case EISDIR:
+	case ENOTDIR:
+	case ELOOP:
+		return "Clip::Error::BadFile";
+	case EOPNOTSUPP:
+	case ENOSYS:
+	case ENODEV:
+		return "Clip::Error::Unsupported";
+	case ECHILD:
+		return "Clip::Error::State";
 	case ECONNREFUSED:
 	case ECONNRESET:
-	case ECONNABORTED:
 	case EPIPE:
-	case ENOTCONN:
-	case ETIMEDOUT:
 		return "Clip::Error::Connection";
+	case ETIMEDOUT:
+	case EAGAIN:
+		return "Clip::Error::Timeout";
 	case ENOMEM:
 	case ENOSPC:
 	case EDQUOT:
@@ -91,11 +88,6 @@ error_class(int errnum)
 	case ENFILE:
 	case EFBIG:
 		return "Clip::Error::Resource";
-	case EIO:
-	case EROFS:
-		return "Clip::Error::IO";
-	case ECHILD:
-		return "Clip::Error::Forked";
 	default:
 		return "Clip::Error";
 	}

@@ -3,8 +3,8 @@
 # where the call was made.
 use v5.36;
 use Test::More;
-use Errno qw(EINVAL ENOENT EACCES EPERM EBADMSG ENOKEY EBUSY EOPNOTSUPP ENODATA ECHILD EINTR
-	ECONNREFUSED ENOSPC EIO EEXIST);
+use Errno qw(EINVAL E2BIG ENOENT EACCES EPERM EROFS EBADMSG ENOKEY EBUSY EEXIST EBADF EISDIR
+	EOPNOTSUPP ENODATA ECHILD EINTR ECONNREFUSED ETIMEDOUT EAGAIN ENOSPC EIO);
 use Clip;
 
 # A refusal of the library: the parser's own message, errno, offset.
@@ -34,20 +34,23 @@ is($@->file, __FILE__, 'error: through Clip.pm\'s wrappers, the file is the call
 # The family table (Clip.pm, ERRORS): one errno of each, through the same
 # path as a library refusal.
 my %family = (
-	EINVAL() => 'Invalid', EACCES() => 'Permission', EPERM() => 'Permission',
-	ENOENT() => 'NotFound', ENODATA() => 'NotFound', EEXIST() => 'Exists',
-	EBUSY() => 'Busy', EOPNOTSUPP() => 'Unsupported', EBADMSG() => 'Integrity',
-	ENOKEY() => 'NoKey', ECONNREFUSED() => 'Connection', ENOSPC() => 'Resource',
-	EIO() => 'IO', ECHILD() => 'Forked',
+	EINVAL() => 'Invalid', E2BIG() => 'Invalid', EACCES() => 'Permission',
+	EPERM() => 'Permission', EROFS() => 'Permission', ENOENT() => 'NotFound',
+	ENODATA() => 'NotFound', EBADMSG() => 'Integrity', ENOKEY() => 'NoKey', EBUSY() => 'Busy',
+	EEXIST() => 'Busy', EBADF() => 'BadFile', EISDIR() => 'BadFile',
+	EOPNOTSUPP() => 'Unsupported', ECHILD() => 'State', ECONNREFUSED() => 'Connection',
+	ETIMEDOUT() => 'Timeout', EAGAIN() => 'Timeout', ENOSPC() => 'Resource',
 );
 for my $errno (sort { $a <=> $b } keys %family) {
 	eval { Clip::Error->throw($errno, "family $errno") };
 	my $err = $@;
 	is(ref $err, "Clip::Error::$family{$errno}", "error: errno $errno is Clip::Error::$family{$errno}");
 }
-eval { Clip::Error->throw(EINTR, 'other') };
-is(ref $@, 'Clip::Error', 'error: an errno of no family is Clip::Error itself');
-is($@->errno, EINTR, 'error: and keeps its errno');
+for my $errno (EINTR, EIO) {
+	eval { Clip::Error->throw($errno, 'other') };
+	is(ref $@, 'Clip::Error', "error: errno $errno, of no family, is Clip::Error itself");
+	is($@->errno, $errno, "error: errno $errno is kept");
+}
 
 # A wrong type is Perl's plain croak, not a Clip::Error.
 eval { Clip::Level::compare('s1', 's2') };

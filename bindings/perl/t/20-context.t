@@ -32,16 +32,16 @@ isa_ok($@, 'Clip::Error::Unsupported', 'context key_provider refusal: an unknown
 eval { $c2->log_priority(8) };
 isa_ok($@, 'Clip::Error::Invalid', 'context log_priority refusal: 8');
 
-# Used after fork: ECHILD, a Clip::Error::Forked; the parent's still works.
+# Used after fork: ECHILD, a Clip::Error::State; the parent's still works.
 my $rc = in_child(sub {
 	for my $call (sub { $ctx->log_priority(6) }, sub { $ctx->state_dir('/x') },
 		      sub { $ctx->state_dir }) {
 		eval { $call->() };
-		return 1 unless ref $@ && $@->isa('Clip::Error::Forked') && $@->errno == ECHILD;
+		return 1 unless ref $@ && $@->isa('Clip::Error::State') && $@->errno == ECHILD;
 	}
 	return 0;
 });
-is($rc, 0, 'context after fork refusal: every call croaks Clip::Error::Forked');
+is($rc, 0, 'context after fork refusal: every call croaks Clip::Error::State');
 is($ctx->log_priority(6), 6, 'context after fork: the parent\'s context still works');
 my $child_ctx = in_child(sub { Clip::Context->new(state_dir => '/srv/x')->state_dir eq '/srv/x' ? 0 : 1 });
 is($child_ctx, 0, 'context after fork: a context made in the child works');

@@ -88,7 +88,7 @@ like($e->message, qr/0644/, 'label verify refusal: the message names the mode');
 chmod 0600, "$dir/state/mac.key";
 
 close $rfh;
-refused(sub { $ctx->label_verify($rfh, $R) }, 'Clip::Error::Invalid', EBADF,
+refused(sub { $ctx->label_verify($rfh, $R) }, 'Clip::Error::BadFile', EBADF,
 	'label verify refusal: a closed filehandle');
 $e = refused(sub { $ctx->label_get("$dir/missing", $R) }, 'Clip::Error::NotFound', ENOENT,
 	'label get refusal: a path that does not exist');

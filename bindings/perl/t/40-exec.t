@@ -111,7 +111,7 @@ is($rc, 0, 'exec set_securebits refusal: a bit outside EXEC_SECUREBITS');
 is($ctx->securebits, 0, 'exec securebits: the test process itself is untouched');
 $rc = in_child(sub {
 	eval { $ctx->exec_check($x) };
-	return ref $@ && $@->isa('Clip::Error::Forked') ? 0 : 1;
+	return ref $@ && $@->isa('Clip::Error::State') ? 0 : 1;
 });
 is($rc, 0, 'exec check refusal: the parent\'s context in a child');
 
