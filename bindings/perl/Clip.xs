@@ -19,10 +19,50 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <clip/clip.h>
+
+/*
+ * Test hooks (doc/threat-model.md): in a -Dtest_hooks=true build,
+ * CLIP_TEST_DISABLE (comma-separated names) switches a protection of this
+ * module off, as libclip/base/test-hooks.h does inside the library; the
+ * module links the public library only, so it reads the variable itself.
+ */
+#ifdef CLIP_TEST_HOOKS
+static bool
+test_hook_disabled(const char *what)
+{
+	const char *list = getenv("CLIP_TEST_DISABLE");
+	size_t n = strlen(what);
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, what, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+#else
+static inline bool
+test_hook_disabled(const char *what)
+{
+	(void)what;
+	return false;
+}
+#endif
+
+/*
+ * Whether a Perl string of @len bytes holds a NUL byte: the library takes C
+ * strings, which would end there (a path "doc\0.txt" opened as "doc", a
+ * level "s0\0..." parsed as "s0"). Every string argument is refused then.
+ */
+static bool
+has_nul(const char *s, STRLEN len)
+{
+	return strlen(s) != len && !test_hook_disabled("perl-nul-byte");
+}
 
 typedef struct clip_ctx *Clip__Context;
 typedef struct clip_level *Clip__Level;
@@ -212,7 +252,7 @@ fd_of(pTHX_ SV *file, int flags, int *owned, const char *what)
 	if (!SvOK(file))
 		throw_error(aTHX_ - EINVAL, NULL, what);
 	path = SvPV(file, len);
-	if (len == 0 || strlen(path) != len)
+	if (len == 0 || has_nul(path, len))
 		throw_message(aTHX_ EINVAL, newSVpvf("%s: a path is 1 or more bytes without NUL", what),
 			      -1, what);
 	fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
@@ -237,7 +277,7 @@ cstr(pTHX_ SV *sv, const char *what)
 	if (!SvOK(sv))
 		return NULL;
 	s = SvPV(sv, len);
-	if (strlen(s) != len)
+	if (has_nul(s, len))
 		throw_error(aTHX_ - EINVAL, NULL, what);
 	return s;
 }
@@ -272,7 +312,7 @@ level_arg(pTHX_ SV *sv)
 	if (sv_isobject(sv) && sv_derived_from(sv, "Clip::Level"))
 		return clip_level_ref(INT2PTR(struct clip_level *, SvIV(SvRV(sv))));
 	s = SvPV(sv, len);
-	if (strlen(s) != len)
+	if (has_nul(s, len))
 		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse (a NUL byte in the text)");
 	check(aTHX_ clip_level_parse(&l, s, &e), &e, "clip_level_parse");
 	return l;
@@ -548,12 +588,17 @@ may_run_interactive(ctx, file, what = &PL_sv_undef, flags = 0)
 int
 _exec_open(ctx, path, flags = 0)
 	Clip::Context ctx
-	const char *path
+	SV *path
 	unsigned flags
     CODE:
 	struct clip_error *e = NULL;
+	const char *p = cstr(aTHX_ path, "clip_exec_open");
+	int r;
 
-	RETVAL = check(aTHX_ clip_exec_open(ctx, AT_FDCWD, path, flags, &e), &e, "clip_exec_open");
+	if (!p)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_exec_open (no path)");
+	r = clip_exec_open(ctx, AT_FDCWD, p, flags, &e);
+	RETVAL = check(aTHX_ r, &e, "clip_exec_open");
     OUTPUT:
 	RETVAL
 
@@ -639,7 +684,7 @@ parse(class, text)
 	const char *s = SvPV(text, len);
 
 	(void)class;
-	if (strlen(s) != len)
+	if (has_nul(s, len))
 		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse (a NUL byte in the text)");
 	check(aTHX_ clip_level_parse(&RETVAL, s, &e), &e, "clip_level_parse");
     OUTPUT:
@@ -829,7 +874,7 @@ parse(class, text)
 	const char *s = SvPV(text, len);
 
 	(void)class;
-	if (strlen(s) != len)
+	if (has_nul(s, len))
 		throw_error(aTHX_ - EINVAL, NULL, "clip_range_parse (a NUL byte in the text)");
 	check(aTHX_ clip_range_parse(&RETVAL, s, &e), &e, "clip_range_parse");
     OUTPUT:
@@ -920,7 +965,7 @@ level(names, text)
 	STRLEN len;
 	const char *s = SvPV(text, len);
 
-	if (strlen(s) != len)
+	if (has_nul(s, len))
 		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse_name (a NUL byte in the text)");
 	check(aTHX_ clip_level_parse_name(&RETVAL, names, s, &e), &e, "clip_level_parse_name");
     OUTPUT:

@@ -8,7 +8,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use ClipTest;
-use Errno qw(ENODATA EBADMSG ENOKEY EPERM EBADF ENOENT);
+use Errno qw(ENODATA EBADMSG ENOKEY EPERM EBADF ENOENT EINVAL);
 use Clip qw(:all);
 
 my $dir = scratch();
@@ -93,6 +93,11 @@ refused(sub { $ctx->label_verify($rfh, $R) }, 'Clip::Error::BadFile', EBADF,
 $e = refused(sub { $ctx->label_get("$dir/missing", $R) }, 'Clip::Error::NotFound', ENOENT,
 	'label get refusal: a path that does not exist');
 like($e->message, qr{cannot open '\Q$dir\E/missing'}, 'label get refusal: the path is named');
+# A NUL byte would end the C string early: "short\0.txt" is not "short".
+my $short = file('short');
+$ctx->label_set($short, $s2, $R);
+refused(sub { $ctx->label_get("$short\0.txt", $R) }, 'Clip::Error::Invalid', EINVAL,
+	'label refusal: a NUL byte in a path');
 eval { $ctx->label_set($a, 's1', $R) };
 ok($@ && !ref $@, 'label set refusal: a text where a level is needed');
 refused(sub { $ctx->label_set($a, $s2, 1 << 7) }, 'Clip::Error::Invalid', 22,

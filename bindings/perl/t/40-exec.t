@@ -123,6 +123,11 @@ refused(sub { $ctx->exec_open($nox, EXEC_RESTRICT_FILE) }, 'Clip::Error::Permiss
 refused(sub { $ctx->exec_open("$dir/missing") }, 'Clip::Error::NotFound', ENOENT,
 	'exec open refusal: no such file');
 
+refused(sub { $ctx->exec_open("$x\0.txt") }, 'Clip::Error::Invalid', EINVAL,
+	'exec open refusal: a NUL byte in the path');
+refused(sub { $ctx->exec_check("$x\0.txt") }, 'Clip::Error::Invalid', EINVAL,
+	'exec check refusal: a NUL byte in the path');
+
 # exec_read_all.
 is($ctx->exec_read_all($x), "#!/bin/sh\nexit 0\n", 'exec read_all: the whole file');
 refused(sub { $ctx->exec_read_all($x, 4) }, 'Clip::Error::Invalid', E2BIG,
