@@ -308,9 +308,13 @@ C<< $names->name($level) >> gives its name, or its text when it has none.
 
 =head1 LABELS
 
-A file is given as a path (opened read-only, without following nothing
-special: the path as C<open(2)> resolves it) or as an open Perl filehandle
-(its C<fileno> is used, the handle is not closed).
+A file is given as a path or as an open Perl filehandle. A path is opened
+read-only as C<open(2)> resolves it (symbolic links followed, as Perl's
+C<open> does) and closed again; to refuse links, pass a handle opened with
+C<O_NOFOLLOW> (C<sysopen>). A handle's C<fileno> is used, and the handle
+left open. A string holding a NUL byte is refused (C<Clip::Error::Invalid>),
+as every string argument of this module: the C library would read it cut
+at the NUL.
 C<$flags> is 0 (the C<trusted.clip.label> attribute, root) or
 C<LABEL_ROOTLESS> (C<user.clip.label>).
 
@@ -354,7 +358,12 @@ good: set them in a child.
 
 =item $ctx->may_run_file($file, $name, $flags), $ctx->may_run_interactive($file_or_undef, $what, $flags)
 
-0 (run it), 1 (the check failed but is not enforced), or croak.
+0 (run it), 1 (the check failed but is not enforced: run it), or croak
+C<Clip::Error::Permission>. The check is enforced when the securebits say
+so, or when C<$flags> holds C<EXEC_RESTRICT_FILE> (C<may_run_file>) or
+C<EXEC_DENY_INTERACTIVE> (C<may_run_interactive>): a caller may enforce
+more than the bits, never less. C<$file_or_undef> undef is code that comes
+from no file (C<-e>).
 
 =item $ctx->exec_open($path, $flags = 0)
 
