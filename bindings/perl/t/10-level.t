@@ -95,6 +95,10 @@ for my $c (@lattice) {
 }
 eval { no warnings; L('s1')->join(undef) };
 ok($@ && !ref $@, 'level join refusal: undef is no level');
+eval { L('s1')->meet(Clip::Range->parse('s1')) };
+ok($@ && !ref $@, 'level meet refusal: a range is no level');
+eval { L('s1')->dominates('s0') };
+ok($@ && !ref $@, 'level dominates refusal: a text where a level is needed');
 
 # A level outlives the handles it came from (references, not copies).
 my $kept;

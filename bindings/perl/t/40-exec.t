@@ -114,6 +114,15 @@ $rc = in_child(sub {
 	return ref $@ && $@->isa('Clip::Error::State') ? 0 : 1;
 });
 is($rc, 0, 'exec check refusal: the parent\'s context in a child');
+$rc = in_child(sub {
+	for my $call (sub { $ctx->exec_check_support }, sub { $ctx->securebits },
+		      sub { $ctx->set_securebits(EXEC_RESTRICT_FILE) }) {
+		eval { $call->() };
+		return 1 unless ref $@ && $@->isa('Clip::Error::State');
+	}
+	return 0;
+});
+is($rc, 0, 'exec check_support, securebits refusal: the parent\'s context in a child');
 
 # exec_open: a filehandle on a file that passed.
 my $fh = $ctx->exec_open($x);

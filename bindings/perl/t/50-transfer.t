@@ -63,6 +63,7 @@ my $t = Clip::Transfer->send(socket => "$d/run/low.sock", file => $doc, to => 'm
 isa_ok($t, 'Clip::Transfer', 'transfer send: the result');
 ok($t->delivered, 'transfer send: low to mid delivered') or diag($t->message);
 is($t->status, TRANSFER_DELIVERED, 'transfer status: TRANSFER_DELIVERED');
+is($t->errno, 0, 'transfer errno: 0 when delivered');
 is($t->name, 'doc.bin', 'transfer name: as given in the inbox');
 my ($size, $sha, $encrypted) = $t->digest;
 is($size, 3000, 'transfer digest: the size');

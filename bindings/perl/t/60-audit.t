@@ -88,6 +88,8 @@ my $e = refused(sub { $ctx->audit_verify }, 'Clip::Error::Integrity', EBADMSG,
 like($e->message, qr/record/, 'audit verify refusal: the message names the record');
 refused(sub { $ctx->audit_show }, 'Clip::Error::Integrity', EBADMSG,
 	'audit show refusal: an edited record');
+refused(sub { $ctx->audit_check }, 'Clip::Error::Integrity', EBADMSG,
+	'audit check refusal: an edited record');
 refused(sub { Clip::Audit->open($ctx) }, 'Clip::Error::Integrity', EBADMSG,
 	'audit open refusal: a log that does not verify is not appended to');
 done_testing;
