@@ -131,23 +131,26 @@ package Clip::LevelNames {
 package Clip::Transfer {
 	sub CLONE_SKIP { 1 }
 
-	sub send ($class, %opt) {
+	sub _args ($how, %opt) {
 		for my $k (qw(file to)) {
-			Clip::_throw(22, "Clip::Transfer->send: no '$k'") unless defined $opt{$k};
+			Clip::_throw(22, "Clip::Transfer->$how: no '$k'") unless defined $opt{$k};
 		}
 		# The name in the target's inbox: as clipctl gives it, the
 		# path's last component, or "document" for a handle.
 		my $name = $opt{name} // (ref $opt{file} || $opt{file} !~ m{([^/]+)/*$} ? 'document' : $1);
-		return _send($class, $opt{socket}, $opt{file}, $opt{to}, $name, $opt{note});
+		return ($opt{socket}, $opt{file}, $opt{to}, $name, $opt{note});
 	}
 
-	sub delivered ($self) { $self->status == Clip::TRANSFER_DELIVERED }
+	sub send ($class, %opt) { _send($class, _args('send', %opt)) }
+	sub request ($class, %opt) { _request($class, _args('request', %opt)) }
+
+	sub delivered ($self) { ($self->status // -1) == Clip::TRANSFER_DELIVERED }
 
 	# A refusal as an exception, worded as clipctl words it: a denial is
 	# a Clip::Error::Permission (EACCES unless the mediator gave an
 	# errno), a failure the class of its errno (EIO when none).
 	sub check ($self) {
-		my $status = $self->status;
+		my $status = $self->status // Clip::_throw(11, 'the mediator has not answered yet');
 		return $self if $status == Clip::TRANSFER_DELIVERED;
 		my $why = $self->message;
 		my $errno = $self->errno;
@@ -390,6 +393,15 @@ Asks the mediator (L<clipd(8)>) to move a document to the cage C<$target>,
 and waits for the answer (the user may be asked). Croaks only when there is
 no answer (C<Clip::Error::NotFound> or C<Clip::Error::Connection> without a mediator);
 a refusal is a value:
+
+=item Clip::Transfer->request(%same)
+
+The same request without waiting: poll C<< $t->fileno >> (readable when the
+answer is there; C<IO::Select>, an event loop), then C<< $t->dispatch >>
+(true once the answer arrived), or C<< $t->wait($timeout_ms) >> (true
+when answered, false when C<$timeout_ms> passed first; -1: as long as it
+takes). Until the answer, C<status> is undef and C<check> croaks
+C<Clip::Error::Timeout> (EAGAIN).
 
 =item $t->status, $t->delivered, $t->errno, $t->message, $t->name, $t->digest
 

@@ -994,7 +994,10 @@ _send(class, socket, file, target, name, note)
 	SV *target
 	SV *name
 	SV *note
+    ALIAS:
+	_request = 1
     CODE:
+	/* _send waits for the answer; _request returns at once (poll fileno). */
 	struct clip_error *e = NULL;
 	const char *t = cstr(aTHX_ target, "clip_transfer_send (target)");
 	const char *n = cstr(aTHX_ name, "clip_transfer_send (name)");
@@ -1005,7 +1008,8 @@ _send(class, socket, file, target, name, note)
 	fd = fd_of(aTHX_ file, O_RDONLY, &owned, "clip_transfer_send");
 	r = clip_transfer_connect(&sock, cstr(aTHX_ socket, "clip_transfer_connect"), &e);
 	if (r >= 0)
-		r = clip_transfer_send(&RETVAL, sock, fd, t, n, no, &e);
+		r = ix ? clip_transfer_new(&RETVAL, sock, fd, t, n, no, &e) :
+			 clip_transfer_send(&RETVAL, sock, fd, t, n, no, &e);
 	if (sock >= 0)
 		close(sock);
 	if (owned)
@@ -1020,11 +1024,53 @@ DESTROY(transfer)
     CODE:
 	clip_transfer_unref(transfer);
 
-int
+SV *
 status(transfer)
 	Clip::Transfer transfer
     CODE:
-	RETVAL = clip_transfer_get_status(transfer);
+	/* undef until the answer arrived (-EAGAIN). */
+	int r = clip_transfer_get_status(transfer);
+
+	RETVAL = r == -EAGAIN ? &PL_sv_undef : newSViv(check(aTHX_ r, NULL,
+							     "clip_transfer_get_status"));
+    OUTPUT:
+	RETVAL
+
+int
+fileno(transfer)
+	Clip::Transfer transfer
+    CODE:
+	RETVAL = check(aTHX_ clip_transfer_get_fd(transfer), NULL, "clip_transfer_get_fd");
+    OUTPUT:
+	RETVAL
+
+bool
+dispatch(transfer)
+	Clip::Transfer transfer
+    CODE:
+	struct clip_error *e = NULL;
+	int r = clip_transfer_dispatch(transfer, &e);
+
+	RETVAL = check(aTHX_ r, &e, "clip_transfer_dispatch") == 1;
+    OUTPUT:
+	RETVAL
+
+bool
+wait(transfer, timeout_ms = -1)
+	Clip::Transfer transfer
+	int timeout_ms
+    CODE:
+	/* False when no answer came within @timeout_ms (-EAGAIN): not an error. */
+	struct clip_error *e = NULL;
+	int r = clip_transfer_wait(transfer, timeout_ms, &e);
+
+	if (r == -EAGAIN) {
+		clip_error_free(e);
+		RETVAL = false;
+	} else {
+		check(aTHX_ r, &e, "clip_transfer_wait");
+		RETVAL = true;
+	}
     OUTPUT:
 	RETVAL
 

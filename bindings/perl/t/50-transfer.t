@@ -13,6 +13,7 @@ use POSIX ();
 use Clip qw(:all);
 
 my $clipd = $ENV{CLIP_TEST_CLIPD} // die "CLIP_TEST_CLIPD not set\n";
+my $confirm = $ENV{CLIP_TEST_CONFIRM} // die "CLIP_TEST_CONFIRM not set\n";
 my $d = scratch();
 my $rootless = !is_host_root();
 mkdir "$d/$_" or die "$d/$_: $!" for qw(cfg state run in-low in-mid in-high);
@@ -26,28 +27,43 @@ write_file("$d/cfg/policy", "low mid allow\nlow high ask\n");
 write_file("$d/cfg/cages", join('', map { "$_->[0] $_->[1] $d/in-$_->[0] $d/run/$_->[0].sock\n" }
 	['low', 's0'], ['mid', 's1'], ['high', 's2']));
 
-# clipd on that configuration, with its readiness on fd 3.
-pipe(my $ready_r, my $ready_w) or die "pipe: $!";
-my $pid = fork // die "fork: $!";
-if ($pid == 0) {
-	close $ready_r;
-	POSIX::dup2(fileno($ready_w), 3) or POSIX::_exit(126);
-	open(STDERR, '>>', "$d/clipd.log");
-	no warnings 'exec';
-	exec { $clipd } ($clipd, '--config', "$d/cfg", '--state-dir', "$d/state",
-		'--agent-socket', "$d/run/confirm.sock", '--ready-fd', '3',
-		'--confirm-timeout-ms', '1000', $rootless ? ('--rootless') : ());
-	POSIX::_exit(127);
+# start(LOG, PROGRAM, ARGS...): a daemon that says READY=1 on fd 3; its
+# pid and that line.
+sub start ($log, @cmd) {
+	pipe(my $ready_r, my $ready_w) or die "pipe: $!";
+	my $pid = fork // die "fork: $!";
+	if ($pid == 0) {
+		close $ready_r;
+		POSIX::dup2(fileno($ready_w), 3) or POSIX::_exit(126);
+		open(STDOUT, '>>', $log);
+		open(STDERR, '>>', $log);
+		no warnings 'exec';
+		exec { $cmd[0] } (@cmd, '--ready-fd', '3');
+		POSIX::_exit(127);
+	}
+	close $ready_w;
+	my $line = eval {
+		local $SIG{ALRM} = sub { die "timeout\n" };
+		alarm 20;
+		my $l = <$ready_r>;
+		alarm 0;
+		$l;
+	} // '';
+	return ($pid, $line);
 }
-close $ready_w;
-my $line = eval {
-	local $SIG{ALRM} = sub { die "timeout\n" };
-	alarm 20;
-	my $l = <$ready_r>;
-	alarm 0;
-	$l;
-} // '';
-END { if ($pid) { kill 'TERM', $pid; waitpid($pid, 0) } }
+my ($pid, $agent_pid);
+END {
+	for my $p ($agent_pid, $pid) {
+		next unless $p;
+		kill 'TERM', $p;
+		waitpid($p, 0);
+	}
+}
+
+# clipd on that configuration.
+($pid, my $line) = start("$d/clipd.log", $clipd, '--config', "$d/cfg", '--state-dir', "$d/state",
+	'--agent-socket', "$d/run/confirm.sock", '--confirm-timeout-ms', '1000',
+	$rootless ? ('--rootless') : ());
 is($line, "READY=1\n", 'transfer: clipd is ready') or do {
 	diag(`cat $d/clipd.log`);
 	BAIL_OUT('no clipd');
@@ -97,11 +113,35 @@ $t = Clip::Transfer->send(socket => "$d/run/low.sock", file => $doc, to => 'high
 ok(!$t->delivered && $t->status != TRANSFER_DELIVERED, 'transfer refusal: ask without an agent')
 	or diag($t->message);
 
+# Without waiting: request, then the fd polled and dispatch.
+use IO::Select;
+$t = Clip::Transfer->request(socket => "$d/run/low.sock", file => $doc, to => 'mid', name => 'polled.bin');
+ok(IO::Select->new($t->fileno)->can_read(20), 'transfer request: the fd polls readable at the answer');
+ok($t->dispatch, 'transfer dispatch: the answer arrived');
+ok($t->delivered && $t->name eq 'polled.bin', 'transfer request: delivered');
+# An agent that never answers: pending, wait times out, then the mediator's
+# own timeout (1 s) denies it.
+($agent_pid, $line) = start("$d/agent.log", $confirm, '--socket', "$d/run/confirm.sock",
+	'--auto', 'never');
+is($line, "READY=1\n", 'transfer: an agent that never answers is greeted');
+$t = Clip::Transfer->request(socket => "$d/run/low.sock", file => $doc, to => 'high');
+ok(!defined $t->status && !$t->delivered, 'transfer request: pending, status undef');
+ok(!$t->dispatch, 'transfer dispatch: no answer yet');
+eval { $t->check };
+ok(ref $@ && $@->isa('Clip::Error::Timeout'), 'transfer check refusal: no answer yet (Timeout)');
+ok(!$t->wait(100), 'transfer wait: false when no answer within 100 ms');
+ok($t->wait(-1), 'transfer wait: true once answered');
+is($t->status, TRANSFER_DENIED_USER, 'transfer wait: the unanswered question is denied')
+	or diag($t->message);
+
 # Refusals before any answer: croaked.
 eval { Clip::Transfer->send(socket => "$d/run/none.sock", file => $doc, to => 'mid') };
 ok(ref $@ && $@->isa('Clip::Error::NotFound') && $@->errno == ENOENT,
 	'transfer send refusal: no mediator on that socket (NotFound)')
 	or diag(ref $@ ? $@->message : $@);
+eval { Clip::Transfer->request(socket => "$d/run/none.sock", file => $doc, to => 'mid') };
+ok(ref $@ && $@->isa('Clip::Error::NotFound') && $@->errno == ENOENT,
+	'transfer request refusal: no mediator on that socket (NotFound)');
 eval { Clip::Transfer->send(socket => "$d/run/low.sock", file => $doc) };
 ok(ref $@ && $@->isa('Clip::Error::Invalid') && $@->errno == EINVAL,
 	'transfer send refusal: no target');
