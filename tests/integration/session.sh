@@ -112,6 +112,14 @@ EOF
 mkdir "$base/gate"
 python3 "$base/agent.py" "$base/gate" "$confirm" --socket "$sd/confirm.sock" >"$base/agent.log" 2>&1 &
 agent_pid=$!
+# A process that has ended: gone, or a zombie (run by `unshare --pid
+# --fork`, the runner's parent is the namespace's first process, meson,
+# which reaps only its own children).
+ended() { # PID
+	local state
+	state=$(ps -o stat= -p "$1" 2>/dev/null) || return 0
+	[[ $state == Z* ]]
+}
 wait_file() { # FILE: up to 20 s
 	local i
 	for i in $(seq 200); do [ -e "$1" ] && return 0; sleep 0.1; done
@@ -162,11 +170,11 @@ kill "$agent_pid" 2>/dev/null
 wait "$agent_pid" 2>/dev/null
 agent_pid=
 left=
-for p in $pids; do [ -d "/proc/$p" ] && left="$left $p"; done
+for p in $pids; do ended "$p" || left="$left $p"; done
 [ -z "$left" ] && ok "no process of the session is left" || not_ok "no process of the session is left:$left"
 # The runner answers "stop" once the session is down, then exits.
-for i in $(seq 100); do [ -d "/proc/$runner" ] || break; sleep 0.05; done
-[ ! -d "/proc/$runner" ] && ok "the runner exits after the stop" || not_ok "the runner exits after the stop"
+for i in $(seq 100); do ended "$runner" && break; sleep 0.05; done
+ended "$runner" && ok "the runner exits after the stop" || not_ok "the runner exits after the stop"
 [ -z "$(ctl cage list 2>/dev/null)" ] && ok "no cage is registered" || not_ok "no cage is registered: $(ctl cage list)"
 socks=$(find "$sd" -type s 2>/dev/null)
 [ -z "$socks" ] && ok "no socket is left" || not_ok "no socket is left: $socks"
@@ -182,7 +190,7 @@ expect 0 "the audit trail verifies" -- ctl audit verify
 expect 0 "up again" -- ctl session up --log "$base/runner2.log" "$x/demo.session"
 runner=$(pgrep -f "clipd --session $x/demo.session" | head -1)
 kill -KILL "$runner"
-while [ -d "/proc/$runner" ]; do sleep 0.05; done
+for i in $(seq 200); do ended "$runner" && break; sleep 0.05; done
 expect 0 "down after the runner was killed stops its cages" -- ctl session down demo
 like "down names the cages it stopped" "$out" 'stopped cage demo\.low'
 [ -z "$(ctl cage list 2>/dev/null)" ] && ok "nothing registered after the cleanup" || not_ok "nothing registered after the cleanup"
