@@ -19,6 +19,7 @@
 #include <clip/policy.h>
 #include <clip/mediator.h>
 #include <clip/transfer.h>
+#include <clip/agent.h>
 #include <clip/session.h>
 
 #endif

@@ -33,6 +33,8 @@ static const int api_errnos[] = {
 	EAGAIN, EBUSY, ECONNREFUSED, ECONNRESET, EFBIG,
 	/* session: no runner answers on the control socket, or it answers nonsense */
 	ESRCH, EPROTO,
+	/* agent: a question answered already */
+	EALREADY,
 };
 /* clang-format on */
 

@@ -445,3 +445,11 @@ int mediator_doc_check(int fd, char *why, size_t size);
 void mediator_close_untrusted(struct clip_mediator *m, int fd);
 /* Teardown: close what is queued, join the closing threads. */
 void mediator_closer_stop(struct clip_mediator *m);
+
+/*
+ * Connect a SOCK_SEQPACKET socket (close-on-exec) to @path, or when NULL
+ * to $@env, then @fallback: the client's and the agent's (agent.c) way to
+ * the mediator. 0 or -errno with a message naming the path.
+ */
+int transfer_connect_to(int *ret, const char *path, const char *env, const char *fallback,
+			struct clip_error **reterr);

@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "base/util.h"
 #include "proto.h"
+#include "transfer-internal.h"
 #include "base/utf8.h"
 
 struct clip_transfer {
@@ -25,16 +26,17 @@ struct clip_transfer {
 	struct proto_reply reply;
 };
 
-static int
-transfer_connect(int *ret, const char *path, struct clip_error **reterr)
+int
+transfer_connect_to(int *ret, const char *path, const char *env, const char *fallback,
+		    struct clip_error **reterr)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd;
 
 	if (!path)
-		path = secure_getenv("CLIP_TRANSFER_SOCKET");
+		path = secure_getenv(env);
 	if (!path || !*path)
-		path = CLIP_TRANSFER_SOCKET;
+		path = fallback;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return error_set(reterr, -ENAMETOOLONG, "socket path %.64s... is too long", path);
 	strcpy(sa.sun_path, path);
@@ -57,7 +59,9 @@ clip_transfer_connect(int *ret, const char *path, struct clip_error **reterr)
 	clip_assert_reterr(reterr);
 	clip_assert_return(ret, api_return(-EINVAL, reterr));
 
-	return api_return(transfer_connect(ret, path, reterr), reterr);
+	return api_return(transfer_connect_to(ret, path, "CLIP_TRANSFER_SOCKET",
+					      CLIP_TRANSFER_SOCKET, reterr),
+			  reterr);
 }
 
 static int

@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * clip-agent(3): a confirmation agent against a real mediator in this
+ * process (asked, answered, expired), and against a fake one that lies
+ * (a field out of its kind, an oversized message, a question asked twice,
+ * a message that is not for an agent) or is answered wrongly.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <clip/clip.h>
+
+#include "base/util.h"
+#include "helpers.h"
+#include "transfer/proto.h"
+
+static int
+listen_at(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", path);
+	cr_assert_eq(listen(fd, 64), 0);
+	return fd;
+}
+
+/* A mediator with two cages, low (s0) and high (s2), and an agent connected to it. */
+struct world {
+	char *dir;
+	struct clip_ctx *ctx;
+	struct clip_audit *audit;
+	struct clip_mediator *m;
+	struct clip_agent *agent;
+	int dfd, inbox[2];
+	char sock[2][512];
+};
+
+static void
+pump(struct world *w)
+{
+	while (clip_mediator_dispatch(w->m, NULL) > 0)
+		;
+}
+
+/* Run the mediator until the agent has something (5 s at most); what it got. */
+static int
+next(struct world *w, struct clip_agent_question **q)
+{
+	long long deadline = now_ms() + 5000;
+
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = clip_mediator_get_fd(w->m), .events = POLLIN },
+			{ .fd = clip_agent_get_fd(w->agent), .events = POLLIN },
+		};
+		int r;
+
+		pump(w);
+		r = clip_agent_receive(w->agent, 0, q, NULL);
+		if (r != CLIP_AGENT_NONE || now_ms() > deadline)
+			return r;
+		poll(p, 2, 100);
+	}
+}
+
+static void
+world_setup(struct world *w, uint32_t timeout_ms)
+{
+	static const char *const names[] = { "low", "high" }, *const levels[] = { "s0", "s2" };
+	struct clip_mediator_opts opts = { .size = sizeof(opts), .confirm_timeout_ms = timeout_ms };
+	struct clip_policy *p = test_policy("low high ask\nhigh low ask\n");
+	char path[600];
+	int agent_listen;
+
+	memset(w, 0, sizeof(*w));
+	w->dir = test_tmpdir("tmpfs");
+	snprintf(path, sizeof(path), "%s/state", w->dir);
+	w->ctx = test_ctx(path);
+	w->dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_eq(clip_audit_open(&w->audit, w->ctx, w->dfd, "audit.log", 0, NULL), 0);
+	opts.label_flags = test_is_root() ? 0 : CLIP_LABEL_ROOTLESS;
+	cr_assert_eq(clip_mediator_new(&w->m, w->ctx, p, w->audit, &opts, NULL), 0);
+	clip_policy_unref(p);
+	for (int i = 0; i < 2; i++) {
+		struct clip_level *l = test_level(levels[i]);
+		struct clip_mediator_cage c = { .size = sizeof(c), .name = names[i], .level = l };
+
+		snprintf(path, sizeof(path), "%s/%s", w->dir, names[i]);
+		cr_assert_eq(mkdir(path, 0755), 0);
+		w->inbox[i] = c.inbox_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		snprintf(w->sock[i], sizeof(w->sock[i]), "%s/%s.sock", w->dir, names[i]);
+		c.socket_fd = listen_at(w->sock[i]);
+		cr_assert_eq(clip_mediator_add_cage(w->m, &c, NULL), 0);
+		close(c.socket_fd);
+		clip_level_unref(l);
+	}
+	snprintf(path, sizeof(path), "%s/agent.sock", w->dir);
+	agent_listen = listen_at(path);
+	cr_assert_eq(clip_mediator_add_agent_socket(w->m, agent_listen, NULL), 0);
+	close(agent_listen);
+	cr_assert_eq(clip_agent_connect(&w->agent, path, NULL, NULL), 0);
+	cr_assert_eq(next(w, NULL), CLIP_AGENT_READY, "the agent is greeted");
+}
+
+static void
+world_teardown(struct world *w)
+{
+	clip_agent_unref(w->agent);
+	close(w->inbox[0]), close(w->inbox[1]);
+	close(w->dfd);
+	clip_mediator_unref(w->m);
+	clip_audit_unref(w->audit);
+	clip_ctx_unref(w->ctx);
+	free(w->dir);
+}
+
+/* A transfer from low to high, sent and not waited for. */
+static struct clip_transfer *
+ask(struct world *w, const char *content, const char *note)
+{
+	struct clip_transfer *t = NULL;
+	int sock, src;
+
+	cr_assert_eq(clip_transfer_connect(&sock, w->sock[0], NULL), 0);
+	src = test_file(w->dir, "source", content);
+	cr_assert_eq(clip_transfer_new(&t, sock, src, "high", "doc.txt", note, NULL), 0);
+	close(sock);
+	close(src);
+	return t;
+}
+
+/* Run the mediator until @t is answered. */
+static void
+settle(struct world *w, struct clip_transfer *t)
+{
+	long long deadline = now_ms() + 5000;
+
+	while (clip_transfer_dispatch(t, NULL) == 0 && now_ms() < deadline) {
+		struct pollfd p[2] = {
+			{ .fd = clip_mediator_get_fd(w->m), .events = POLLIN },
+			{ .fd = clip_transfer_get_fd(t), .events = POLLIN },
+		};
+
+		pump(w);
+		poll(p, 2, 100);
+	}
+}
+
+Test(agent, a_question_says_what_the_prompt_shows_and_a_yes_delivers)
+{
+	struct clip_agent_question *q = NULL;
+	const char *level = NULL;
+	uint8_t sha256[32], delivered_sha256[32];
+	struct clip_error *e = NULL;
+	struct clip_transfer *t;
+	uint32_t timeout_ms = 0;
+	long long before;
+	uint64_t size = 0;
+	struct world w;
+
+	world_setup(&w, 30000);
+	before = now_ms();
+	/* U+2215 looks like a slash: the decoder lets it through in a note, the display escapes it. */
+	t = ask(&w, "hello up",
+		"see a\xe2\x88\x95"
+		"b");
+	cr_assert_eq(next(&w, &q), CLIP_AGENT_QUESTION);
+	cr_assert_str_eq(clip_agent_question_get_source(q, &level), "low");
+	cr_assert_str_eq(level, "s0");
+	cr_assert_str_eq(clip_agent_question_get_target(q, &level), "high");
+	cr_assert_str_eq(level, "s2");
+	cr_assert_eq(clip_agent_question_get_direction(q), CLIP_AGENT_UP);
+	cr_assert_str_eq(clip_agent_question_get_name(q, 0), "doc.txt");
+	cr_assert_str_eq(clip_agent_question_get_name(q, 1), "doc.txt");
+	cr_assert_str_eq(clip_agent_question_get_note(q, 0), "see a\xe2\x88\x95"
+							     "b");
+	cr_assert_str_eq(clip_agent_question_get_note(q, 1), "see a\\u{2215}b");
+	cr_assert_eq(clip_agent_question_get_flags(q), CLIP_AGENT_NOTE_ESCAPED,
+		     "neither encrypted nor an escaped name");
+	cr_assert_eq(clip_agent_question_get_digest(q, &size, sha256), 0);
+	cr_assert_eq(size, 8);
+	cr_assert_geq(clip_agent_question_get_deadline(q, &timeout_ms), (uint64_t)before + 30000);
+	cr_assert_leq(clip_agent_question_get_deadline(q, NULL), (uint64_t)now_ms() + 30000);
+	cr_assert_eq(timeout_ms, 30000);
+	cr_assert_eq(clip_agent_question_get_state(q), CLIP_AGENT_PENDING);
+
+	cr_assert_eq(clip_agent_answer(w.agent, q, 1, NULL), 0);
+	cr_assert_eq(clip_agent_question_get_state(q), CLIP_AGENT_ANSWERED);
+	cr_assert_eq(clip_agent_answer(w.agent, q, 0, &e), -EALREADY, "answered once");
+	cr_assert(strstr(clip_error_get_message(e), "answered already"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	settle(&w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DELIVERED, "%s",
+		     clip_transfer_get_message(t));
+	cr_assert_eq(clip_transfer_get_digest(t, NULL, delivered_sha256, NULL), 0);
+	cr_assert_eq(memcmp(sha256, delivered_sha256, 32), 0,
+		     "the hash asked is the one delivered");
+	clip_transfer_unref(t);
+	clip_agent_question_unref(q);
+	world_teardown(&w);
+}
+
+Test(agent, a_no_denies_and_a_downgrade_is_said)
+{
+	struct clip_agent_question *q = NULL;
+	struct clip_transfer *t = NULL;
+	struct world w;
+	int sock, src;
+
+	world_setup(&w, 30000);
+	cr_assert_eq(clip_transfer_connect(&sock, w.sock[1], NULL), 0);
+	src = test_file(w.dir, "source", "secret");
+	cr_assert_eq(clip_transfer_new(&t, sock, src, "low", "down.txt", NULL, NULL), 0);
+	close(sock), close(src);
+	cr_assert_eq(next(&w, &q), CLIP_AGENT_QUESTION);
+	cr_assert_eq(clip_agent_question_get_direction(q), CLIP_AGENT_DOWN);
+	cr_assert_str_eq(clip_agent_question_get_note(q, 1), "");
+	cr_assert_eq(clip_agent_answer(w.agent, q, 0, NULL), 0);
+	settle(&w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	clip_transfer_unref(t);
+	clip_agent_question_unref(q);
+	world_teardown(&w);
+}
+
+Test(agent, an_expired_question_is_told_and_takes_no_answer)
+{
+	struct clip_agent_question *q = NULL, *expired = NULL;
+	struct clip_transfer *t;
+	struct world w;
+
+	world_setup(&w, 200);
+	t = ask(&w, "late", NULL);
+	cr_assert_eq(next(&w, &q), CLIP_AGENT_QUESTION);
+	cr_assert_eq(next(&w, &expired), CLIP_AGENT_EXPIRED, "the agent is told");
+	cr_assert_eq(expired, q, "the question asked, not a copy");
+	cr_assert_eq(clip_agent_question_get_state(q), CLIP_AGENT_TIMED_OUT);
+	assert_errno(clip_agent_answer(w.agent, q, 1, NULL), -ETIMEDOUT);
+	settle(&w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	clip_transfer_unref(t);
+	clip_agent_question_unref(q);
+	clip_agent_question_unref(expired);
+	world_teardown(&w);
+}
+
+Test(agent, the_mediator_ignores_an_answer_to_an_unknown_question)
+{
+	struct proto_msg forged = { .type = PROTO_ANSWER, .fd = -1 };
+	struct clip_agent_question *q = NULL;
+	struct clip_transfer *t;
+	struct world w;
+
+	world_setup(&w, 30000);
+	t = ask(&w, "asked", NULL);
+	cr_assert_eq(next(&w, &q), CLIP_AGENT_QUESTION);
+	/* A yes to a question never asked: ignored, and the agent stays the one asked. */
+	forged.answer.id = clip_agent_question_get_id(q) ^ 1;
+	forged.answer.allow = 1;
+	cr_assert_eq(proto_send(clip_agent_get_fd(w.agent), &forged, NULL), 0);
+	pump(&w);
+	cr_assert_eq(clip_transfer_dispatch(t, NULL), 0, "still waiting for the user");
+	cr_assert_eq(clip_agent_answer(w.agent, q, 0, NULL), 0);
+	settle(&w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER,
+		     "the real question's answer counts");
+	clip_transfer_unref(t);
+	clip_agent_question_unref(q);
+	world_teardown(&w);
+}
+
+/* A fake mediator: a listening socket, and the connection of an agent to it. */
+struct fake {
+	char *dir;
+	char path[512];
+	int listen, conn;
+	struct clip_agent *agent;
+};
+
+static void
+fake_setup(struct fake *f)
+{
+	f->dir = test_tmpdir("tmpfs");
+	snprintf(f->path, sizeof(f->path), "%s/fake.sock", f->dir);
+	f->listen = listen_at(f->path);
+	cr_assert_eq(clip_agent_connect(&f->agent, f->path, NULL, NULL), 0);
+	f->conn = accept4(f->listen, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(f->conn, 0);
+}
+
+static void
+fake_teardown(struct fake *f)
+{
+	clip_agent_unref(f->agent);
+	close(f->conn);
+	close(f->listen);
+	unlink(f->path);
+	rmdir(f->dir);
+	free(f->dir);
+}
+
+/* A well-formed prompt, encoded into @buf; its size. */
+static size_t
+prompt(uint8_t *buf, uint64_t id)
+{
+	struct proto_msg m = { .type = PROTO_PROMPT, .fd = -1 };
+	int n;
+
+	m.prompt.id = id;
+	m.prompt.timeout_ms = 10000;
+	m.prompt.direction = PROTO_DIRECTION_UP;
+	m.prompt.size = 3;
+	strcpy(m.prompt.source, "low");
+	strcpy(m.prompt.source_level, "s0");
+	strcpy(m.prompt.target, "high");
+	strcpy(m.prompt.target_level, "s2");
+	strcpy(m.prompt.name, "a.txt");
+	n = proto_encode(&m, buf);
+	cr_assert_gt(n, 0);
+	return (size_t)n;
+}
+
+/* The agent refuses what came, with a message holding @what, and is then closed. */
+static void
+assert_refused(struct fake *f, const char *what)
+{
+	struct clip_agent_question *q = NULL;
+	struct clip_error *e = NULL;
+
+	cr_assert_eq(clip_agent_receive(f->agent, 1000, &q, &e), -EBADMSG);
+	cr_assert_null(q);
+	cr_assert(strstr(clip_error_get_message(e), what), "%s", clip_error_get_message(e));
+	clip_error_free(e);
+	assert_errno(clip_agent_receive(f->agent, 0, NULL, NULL), -ECONNRESET);
+	assert_errno(clip_agent_get_fd(f->agent), -EINVAL);
+}
+
+Test(agent, hello_is_ready_and_asks_for_expiry_messages)
+{
+	struct proto_msg hello = { .type = PROTO_HELLO, .fd = -1 }, features;
+	struct fake f;
+
+	fake_setup(&f);
+	cr_assert_eq(clip_agent_receive(f.agent, 0, NULL, NULL), CLIP_AGENT_NONE);
+	cr_assert_eq(proto_send(f.conn, &hello, NULL), 0);
+	cr_assert_eq(clip_agent_receive(f.agent, 1000, NULL, NULL), CLIP_AGENT_READY);
+	cr_assert_eq(proto_recv(f.conn, &features, NULL), 0);
+	cr_assert_eq(features.type, PROTO_FEATURES);
+	cr_assert_eq(features.features.flags, PROTO_FEATURE_EXPIRED);
+	fake_teardown(&f);
+}
+
+Test(agent, a_mediator_that_lies_about_a_cage_name_is_left)
+{
+	uint8_t buf[PROTO_MSG_MAX];
+	size_t n;
+	struct fake f;
+
+	fake_setup(&f);
+	n = prompt(buf, 1);
+	/* The source's first byte (after the 12-byte header, 54 fixed bytes, 2 of length). */
+	cr_assert_eq(buf[12 + 54 + 2], 'l');
+	buf[12 + 54 + 2] = 'L';
+	cr_assert_eq(proto_send_raw(f.conn, buf, n, -1), 0);
+	assert_refused(&f, "source");
+	fake_teardown(&f);
+}
+
+Test(agent, an_oversized_message_is_refused)
+{
+	static uint8_t buf[PROTO_MSG_MAX + 100];
+	struct fake f;
+
+	fake_setup(&f);
+	prompt(buf, 1);
+	cr_assert_eq(proto_send_raw(f.conn, buf, sizeof(buf), -1), 0);
+	assert_refused(&f, "over the bound");
+	fake_teardown(&f);
+}
+
+Test(agent, a_question_asked_twice_is_refused)
+{
+	struct clip_agent_question *q = NULL;
+	uint8_t buf[PROTO_MSG_MAX];
+	size_t n;
+	struct fake f;
+
+	fake_setup(&f);
+	n = prompt(buf, 7);
+	cr_assert_eq(proto_send_raw(f.conn, buf, n, -1), 0);
+	cr_assert_eq(clip_agent_receive(f.agent, 1000, &q, NULL), CLIP_AGENT_QUESTION);
+	cr_assert_eq(proto_send_raw(f.conn, buf, n, -1), 0);
+	assert_refused(&f, "twice");
+	cr_assert_eq(clip_agent_question_get_state(q), CLIP_AGENT_GONE,
+		     "what was pending is gone with the connection");
+	assert_errno(clip_agent_answer(f.agent, q, 1, NULL), -ECONNRESET);
+	clip_agent_question_unref(q);
+	fake_teardown(&f);
+}
+
+Test(agent, a_message_that_is_not_for_an_agent_is_refused)
+{
+	struct proto_msg m = { .type = PROTO_ANSWER, .fd = -1 };
+	struct fake f;
+
+	fake_setup(&f);
+	m.answer.id = 1;
+	cr_assert_eq(proto_send(f.conn, &m, NULL), 0);
+	assert_refused(&f, "not for an agent");
+	fake_teardown(&f);
+}
+
+Test(agent, a_message_with_a_descriptor_is_refused)
+{
+	uint8_t buf[PROTO_MSG_MAX];
+	size_t n;
+	struct fake f;
+
+	fake_setup(&f);
+	n = prompt(buf, 1);
+	cr_assert_eq(proto_send_raw(f.conn, buf, n, f.listen), 0);
+	cr_assert_eq(clip_agent_receive(f.agent, 1000, NULL, NULL), -EBADMSG);
+	assert_errno(clip_agent_receive(f.agent, 0, NULL, NULL), -ECONNRESET);
+	fake_teardown(&f);
+}
+
+Test(agent, an_expiry_of_an_unknown_question_is_ignored_and_a_withdrawal_said)
+{
+	struct proto_msg m = { .type = PROTO_EXPIRED, .fd = -1 };
+	struct clip_agent_question *q = NULL, *gone = NULL;
+	uint8_t buf[PROTO_MSG_MAX];
+	size_t n;
+	struct fake f;
+
+	fake_setup(&f);
+	n = prompt(buf, 5);
+	cr_assert_eq(proto_send_raw(f.conn, buf, n, -1), 0);
+	cr_assert_eq(clip_agent_receive(f.agent, 1000, &q, NULL), CLIP_AGENT_QUESTION);
+	/* Question 6 was never asked (or was answered): nothing to say. */
+	m.expired.id = 6;
+	cr_assert_eq(proto_send(f.conn, &m, NULL), 0);
+	cr_assert_eq(clip_agent_receive(f.agent, 200, &gone, NULL), CLIP_AGENT_NONE);
+	cr_assert_null(gone);
+	m.expired.id = 5;
+	m.expired.reason = PROTO_EXPIRY_WITHDRAWN;
+	cr_assert_eq(proto_send(f.conn, &m, NULL), 0);
+	cr_assert_eq(clip_agent_receive(f.agent, 1000, &gone, NULL), CLIP_AGENT_WITHDRAWN);
+	cr_assert_eq(gone, q);
+	cr_assert_eq(clip_agent_question_get_state(q), CLIP_AGENT_GONE);
+	assert_errno(clip_agent_answer(f.agent, q, 1, NULL), -ECONNRESET);
+	clip_agent_question_unref(q);
+	clip_agent_question_unref(gone);
+	fake_teardown(&f);
+}
+
+Test(agent, an_answer_to_another_agents_question_is_refused)
+{
+	struct clip_agent_question *q = NULL;
+	struct clip_agent *other;
+	uint8_t buf[PROTO_MSG_MAX];
+	struct clip_error *e = NULL;
+	struct proto_msg sent;
+	size_t n;
+	struct fake f;
+
+	fake_setup(&f);
+	cr_assert_eq(clip_agent_connect(&other, f.path, NULL, NULL), 0);
+	n = prompt(buf, 9);
+	cr_assert_eq(proto_send_raw(f.conn, buf, n, -1), 0);
+	cr_assert_eq(clip_agent_receive(f.agent, 1000, &q, NULL), CLIP_AGENT_QUESTION);
+	cr_assert_eq(clip_agent_answer(other, q, 1, &e), -EINVAL);
+	cr_assert(strstr(clip_error_get_message(e), "not this agent's"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	cr_assert_eq(clip_agent_question_get_state(q), CLIP_AGENT_PENDING);
+	cr_assert_eq(clip_agent_answer(f.agent, q, 1, NULL), 0);
+	cr_assert_eq(proto_recv(f.conn, &sent, NULL), 0, "only the right agent's answer was sent");
+	cr_assert_eq(sent.type, PROTO_ANSWER);
+	cr_assert_eq(sent.answer.id, 9);
+	cr_assert_eq(sent.answer.allow, 1);
+	clip_agent_question_unref(q);
+	clip_agent_unref(other);
+	fake_teardown(&f);
+}
+
+Test(agent, opts_with_unknown_flags_or_too_short_are_refused)
+{
+	struct clip_agent_opts o = { .size = sizeof(o), .flags = 1 };
+	struct clip_agent *a = NULL;
+	struct fake f;
+
+	fake_setup(&f);
+	assert_errno(clip_agent_connect(&a, f.path, &o, NULL), -EINVAL);
+	o.size = 2;
+	o.flags = 0;
+	assert_errno(clip_agent_connect(&a, f.path, &o, NULL), -EINVAL);
+	cr_assert_null(a);
+	o.size = sizeof(o);
+	cr_assert_eq(clip_agent_connect(&a, f.path, &o, NULL), 0);
+	clip_agent_unref(a);
+	fake_teardown(&f);
+}
