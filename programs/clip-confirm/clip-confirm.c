@@ -14,8 +14,9 @@
  * --auto answers without a terminal (tests, demos); "never" lets each
  * question time out.
  *
- * It runs no timer: it asks the mediator to say when a question expires
- * (PROTO_FEATURES), and then withdraws it from the user. Questions that
+ * It speaks the protocol through clip-agent(3), which decodes and checks
+ * each question. It runs no timer: the library asks the mediator to say
+ * when a question expires, and clip-confirm then withdraws it from the user. Questions that
  * arrive while the user answers another wait their turn, and leave the
  * queue when they expire there.
  */
@@ -33,7 +34,7 @@
 
 #include <clip/clip.h>
 
-#include "transfer/proto.h"
+#include "base/macro.h"
 #include "base/test-hooks.h"
 #include "base/utf8.h"
 #include "base/util.h"
@@ -86,18 +87,42 @@ term_width(FILE *f)
  * is left free), so that none of it can pass for a line of the facts.
  */
 static void
-show_untrusted(FILE *f, const struct proto_prompt *p, size_t width)
+show_untrusted(FILE *f, struct clip_agent_question *q, size_t width)
 {
 	size_t max = width == SIZE_MAX ? SIZE_MAX : width > 10 + 1 + 24 ? width - 10 - 1 : 24;
+	const char *note = clip_agent_question_get_note(q, false);
 
 	fprintf(f, "  what the sending cage says (untrusted):\n    name: ");
-	print_untrusted(f, p->name, max);
+	print_untrusted(f, clip_agent_question_get_name(q, false), max);
 	fprintf(f, "\n    note: ");
-	if (p->note[0])
-		print_untrusted(f, p->note, max);
+	if (note[0])
+		print_untrusted(f, note, max);
 	else
 		fprintf(f, "(none)");
 	fputc('\n', f);
+}
+
+static const char *
+direction_name(int direction)
+{
+	static const char *const names[] = {
+		[CLIP_AGENT_UP] = "up",
+		[CLIP_AGENT_DOWN] = "down",
+		[CLIP_AGENT_SAME] = "same",
+		[CLIP_AGENT_INCOMPARABLE] = "incomparable",
+	};
+
+	return direction >= 0 && (size_t)direction < ELEMENTSOF(names) ? names[direction] : "?";
+}
+
+/* A cage and its level: "high (level s2)", or "high (s2)" when @short_form. */
+static void
+print_cage(FILE *f, const char *cage, const char *level, bool short_form)
+{
+	print_safe(f, cage);
+	fputs(short_form ? " (" : " (level ", f);
+	print_safe(f, level);
+	fputc(')', f);
 }
 
 /*
@@ -107,89 +132,95 @@ show_untrusted(FILE *f, const struct proto_prompt *p, size_t width)
  * comes after the facts, whole, as it once did.
  */
 static void
-show(FILE *f, const struct proto_prompt *p, uint32_t left_ms)
+show(FILE *f, struct clip_agent_question *q, uint32_t left_ms)
 {
 	bool frame = !test_hook_disabled("confirm-frame");
+	int direction = clip_agent_question_get_direction(q);
+	const char *source, *source_level, *target, *target_level;
+	uint8_t sha256[32];
+	uint64_t size;
 
+	source = clip_agent_question_get_source(q, &source_level);
+	target = clip_agent_question_get_target(q, &target_level);
+	clip_agent_question_get_digest(q, &size, sha256);
 	fprintf(f, "\n=== transfer request: no answer within %u s is a denial ===\n",
 		(left_ms + 999) / 1000);
 	if (frame)
-		show_untrusted(f, p, term_width(f));
-	fprintf(f, "  size:      %llu bytes\n  sha256:    ", (unsigned long long)p->size);
+		show_untrusted(f, q, term_width(f));
+	fprintf(f, "  size:      %llu bytes\n  sha256:    ", (unsigned long long)size);
 	for (int i = 0; i < 32; i++)
-		fprintf(f, "%02x", p->sha256[i]);
+		fprintf(f, "%02x", sha256[i]);
 	fprintf(f, "\n  from:      ");
-	print_safe(f, p->source);
-	fprintf(f, " (level ");
-	print_safe(f, p->source_level);
-	fprintf(f, ")\n  to:        ");
-	print_safe(f, p->target);
-	fprintf(f, " (level ");
-	print_safe(f, p->target_level);
-	fprintf(f, ")\n  direction: %s%s\n  encrypted: %s\n", proto_direction_name(p->direction),
-		p->direction == PROTO_DIRECTION_DOWN           ? "  ** DOWNGRADE **"
-		: p->direction == PROTO_DIRECTION_INCOMPARABLE ? "  ** LEVELS INCOMPARABLE **"
-							       : "",
-		p->encrypt ? "yes (AES-256-GCM envelope)" : "no");
+	print_cage(f, source, source_level, false);
+	fprintf(f, "\n  to:        ");
+	print_cage(f, target, target_level, false);
+	fprintf(f, "\n  direction: %s%s\n  encrypted: %s\n", direction_name(direction),
+		direction == CLIP_AGENT_DOWN           ? "  ** DOWNGRADE **"
+		: direction == CLIP_AGENT_INCOMPARABLE ? "  ** LEVELS INCOMPARABLE **"
+						       : "",
+		clip_agent_question_get_flags(q) & CLIP_AGENT_ENCRYPTED
+			? "yes (AES-256-GCM envelope)"
+			: "no");
 	if (!frame)
-		show_untrusted(f, p, SIZE_MAX);
+		show_untrusted(f, q, SIZE_MAX);
 	fflush(f);
 }
 
 /* The question, with the facts in it: what scrolled away is said again. */
 static void
-ask(FILE *f, const struct proto_prompt *p)
+ask(FILE *f, struct clip_agent_question *q)
 {
-	static const char *const how[_PROTO_DIRECTION_MAX] = {
-		[PROTO_DIRECTION_UP] = "UP",
-		[PROTO_DIRECTION_DOWN] = "DOWN (a downgrade)",
-		[PROTO_DIRECTION_SAME] = "at the same level",
-		[PROTO_DIRECTION_INCOMPARABLE] = "ACROSS incomparable levels",
+	static const char *const how[] = {
+		[CLIP_AGENT_UP] = "UP",
+		[CLIP_AGENT_DOWN] = "DOWN (a downgrade)",
+		[CLIP_AGENT_SAME] = "at the same level",
+		[CLIP_AGENT_INCOMPARABLE] = "ACROSS incomparable levels",
 	};
+	int direction = clip_agent_question_get_direction(q);
+	const char *source, *source_level, *target, *target_level;
 
 	if (test_hook_disabled("confirm-frame")) {
 		fputs("Deliver? [y/N] ", f);
 		return;
 	}
-	fprintf(f, "Deliver %s from ", how[p->direction]);
-	print_safe(f, p->source);
-	fputs(" (", f);
-	print_safe(f, p->source_level);
-	fputs(") to ", f);
-	print_safe(f, p->target);
-	fputs(" (", f);
-	print_safe(f, p->target_level);
-	fprintf(f, "), %s? [y/N] ", p->encrypt ? "encrypted" : "not encrypted");
+	source = clip_agent_question_get_source(q, &source_level);
+	target = clip_agent_question_get_target(q, &target_level);
+	fprintf(f, "Deliver %s from ",
+		direction >= 0 && (size_t)direction < ELEMENTSOF(how) ? how[direction] : "?");
+	print_cage(f, source, source_level, true);
+	fputs(" to ", f);
+	print_cage(f, target, target_level, true);
+	fprintf(f, ", %s? [y/N] ",
+		clip_agent_question_get_flags(q) & CLIP_AGENT_ENCRYPTED ? "encrypted"
+									: "not encrypted");
 }
 
-/* The mediator bounds its questions (256 pending); so do we, in case. */
-#define QUESTIONS_MAX 256
-
-/* A question put to us and not answered or expired yet, oldest first. */
+/*
+ * A question put to us and not answered or expired yet, oldest first (the
+ * library bounds them to the mediator's 256).
+ */
 struct question {
-	struct proto_prompt p;
-	long long received_ms; /* now_ms() */
+	struct clip_agent_question *q;
 	bool shown;
 	struct question *next;
 };
 
 struct agent {
-	int sock;
+	struct clip_agent *agent;
 	const char *autom; /* yes, no, never, or NULL: ask on the terminal */
 	FILE *out; /* the terminal, or stdout with --auto */
 	int tty_fd;
 	struct question *questions;
-	size_t n_questions;
 	struct question *asking; /* on the terminal, waiting for y/N */
 };
 
 /* What is left of @q's time: it ran while it waited its turn. */
 static uint32_t
-left_ms(const struct question *q)
+left_ms(struct clip_agent_question *q)
 {
-	long long spent = now_ms() - q->received_ms;
+	long long left = (long long)clip_agent_question_get_deadline(q, NULL) - now_ms();
 
-	return spent < q->p.timeout_ms ? (uint32_t)(q->p.timeout_ms - spent) : 0;
+	return left > 0 ? (uint32_t)left : 0;
 }
 
 static void
@@ -198,24 +229,20 @@ question_drop(struct agent *a, struct question *q)
 	for (struct question **pp = &a->questions; *pp; pp = &(*pp)->next)
 		if (*pp == q) {
 			*pp = q->next;
-			a->n_questions--;
 			break;
 		}
 	if (a->asking == q)
 		a->asking = NULL;
+	clip_agent_question_unref(q->q);
 	free(q);
 }
 
 static int
-send_answer(struct agent *a, uint64_t id, bool allow)
+send_answer(struct agent *a, struct clip_agent_question *q, bool allow)
 {
-	struct proto_msg m = { .type = PROTO_ANSWER, .fd = -1 };
-
-	m.answer.id = id;
-	m.answer.allow = allow;
 	fprintf(a->out, "  -> %s\n", allow ? "allowed" : "refused");
 	fflush(a->out);
-	return proto_send(a->sock, &m, NULL);
+	return clip_agent_answer(a->agent, q, allow, NULL);
 }
 
 /* On the terminal: the oldest question not shown yet, when none is asked. */
@@ -230,41 +257,44 @@ ask_next(struct agent *a)
 		q = q->next;
 	if (!q)
 		return;
-	show(a->out, &q->p, left_ms(q));
+	show(a->out, q->q, left_ms(q->q));
 	q->shown = true;
 	a->asking = q;
 	/* Whatever was typed before the question is not an answer to it. */
 	tcflush(a->tty_fd, TCIFLUSH);
-	ask(a->out, &q->p);
+	ask(a->out, q->q);
 	fflush(a->out);
 }
 
+/* A new question: takes @cq. */
 static int
-on_prompt(struct agent *a, const struct proto_prompt *p)
+on_question(struct agent *a, struct clip_agent_question *cq)
 {
+	uint32_t timeout_ms;
 	struct question *q;
+	int r;
 
+	clip_agent_question_get_deadline(cq, &timeout_ms);
 	if (a->autom && strcmp(a->autom, "never") != 0) {
-		show(a->out, p, p->timeout_ms);
-		return send_answer(a, p->id, strcmp(a->autom, "yes") == 0);
+		show(a->out, cq, timeout_ms);
+		r = send_answer(a, cq, strcmp(a->autom, "yes") == 0);
+		clip_agent_question_unref(cq);
+		return r;
 	}
-	/* Beyond the bound, a question is left to time out at the mediator. */
-	if (a->n_questions >= QUESTIONS_MAX)
-		return 0;
 	q = calloc(1, sizeof(*q));
-	if (!q)
+	if (!q) {
+		clip_agent_question_unref(cq);
 		return -ENOMEM;
-	q->p = *p;
-	q->received_ms = now_ms();
+	}
+	q->q = cq;
 	for (struct question **pp = &a->questions;; pp = &(*pp)->next)
 		if (!*pp) {
 			*pp = q;
 			break;
 		}
-	a->n_questions++;
 	if (a->autom) {
 		/* --auto never: shown, then left to expire. */
-		show(a->out, p, p->timeout_ms);
+		show(a->out, cq, timeout_ms);
 		q->shown = true;
 	}
 	ask_next(a);
@@ -272,13 +302,14 @@ on_prompt(struct agent *a, const struct proto_prompt *p)
 }
 
 static void
-on_expired(struct agent *a, const struct proto_expired *e)
+on_expired(struct agent *a, struct clip_agent_question *cq, bool withdrawn)
 {
+	const char *why = withdrawn ? "withdrawn by the mediator" : "no answer in time";
 	struct question *q = a->questions;
 
-	while (q && q->p.id != e->id)
+	while (q && q->q != cq)
 		q = q->next;
-	/* Already answered: the answer crossed the expiry, and is ignored. */
+	/* Not queued (beyond --auto): nothing to withdraw. */
 	if (!q)
 		return;
 	if (q == a->asking) {
@@ -287,16 +318,15 @@ on_expired(struct agent *a, const struct proto_expired *e)
 		tcflush(a->tty_fd, TCIFLUSH);
 	}
 	if (q->shown)
-		fprintf(a->out, "  -> %s: not delivered\n", proto_expiry_name(e->reason));
+		fprintf(a->out, "  -> %s: not delivered\n", why);
 	else {
 		fprintf(a->out, "\n(a transfer from ");
-		print_safe(a->out, q->p.source);
+		print_safe(a->out, clip_agent_question_get_source(cq, NULL));
 		fprintf(a->out, " to ");
-		print_safe(a->out, q->p.target);
-		fprintf(a->out, " waiting its turn: %s, not delivered)\n",
-			proto_expiry_name(e->reason));
+		print_safe(a->out, clip_agent_question_get_target(cq, NULL));
+		fprintf(a->out, " waiting its turn: %s, not delivered)\n", why);
 		if (a->asking)
-			ask(a->out, &a->asking->p);
+			ask(a->out, a->asking->q);
 	}
 	fflush(a->out);
 	question_drop(a, q);
@@ -314,7 +344,7 @@ on_tty(struct agent *a)
 	/* End of file (^D) is no answer: a refusal. */
 	if (read(a->tty_fd, line, sizeof(line) - 1) < 0)
 		return errno == EINTR || errno == EAGAIN ? 0 : -errno;
-	r = send_answer(a, q->p.id, line[0] == 'y' || line[0] == 'Y');
+	r = send_answer(a, q->q, line[0] == 'y' || line[0] == 'Y');
 	question_drop(a, q);
 	ask_next(a);
 	return r;
@@ -326,11 +356,11 @@ serve(struct agent *a, const char *path, int ready_fd)
 {
 	for (;;) {
 		struct pollfd pf[2] = {
-			{ .fd = a->sock, .events = POLLIN },
+			{ .fd = clip_agent_get_fd(a->agent), .events = POLLIN },
 			{ .fd = a->tty_fd, .events = POLLIN },
 		};
+		struct clip_agent_question *q = NULL;
 		struct clip_error *error = NULL;
-		struct proto_msg msg;
 		int r;
 
 		if (poll(pf, a->tty_fd >= 0 && a->asking ? 2 : 1, -1) < 0)
@@ -344,22 +374,14 @@ serve(struct agent *a, const char *path, int ready_fd)
 		}
 		if (!(pf[0].revents & (POLLIN | POLLHUP | POLLERR)))
 			continue;
-		r = proto_recv(a->sock, &msg, &error);
-		if (r == -EAGAIN)
-			continue;
+		r = clip_agent_receive(a->agent, 0, &q, &error);
 		if (r < 0) {
-			fprintf(stderr, "clip-confirm: %s\n",
-				error ? clip_error_get_message(error) : "the mediator went away");
+			fprintf(stderr, "clip-confirm: %s\n", clip_error_get_message(error));
 			clip_error_free(error);
 			return r == -ECONNRESET ? 0 : 1;
 		}
-		if (msg.type == PROTO_HELLO) {
-			struct proto_msg f = { .type = PROTO_FEATURES, .fd = -1 };
-
-			/* The mediator now asks us: we want to know when a question expires. */
-			f.features.flags = PROTO_FEATURE_EXPIRED;
-			if (proto_send(a->sock, &f, NULL) < 0)
-				return 1;
+		switch (r) {
+		case CLIP_AGENT_READY:
 			printf("clip-confirm: connected to %s\n", path);
 			fflush(stdout);
 			if (ready_fd >= 0) {
@@ -368,11 +390,17 @@ serve(struct agent *a, const char *path, int ready_fd)
 				close(ready_fd);
 				ready_fd = -1;
 			}
-		} else if (msg.type == PROTO_PROMPT) {
-			if (on_prompt(a, &msg.prompt) < 0)
+			break;
+		case CLIP_AGENT_QUESTION:
+			if (on_question(a, q) < 0)
 				return 1;
-		} else if (msg.type == PROTO_EXPIRED)
-			on_expired(a, &msg.expired);
+			break;
+		case CLIP_AGENT_EXPIRED:
+		case CLIP_AGENT_WITHDRAWN:
+			on_expired(a, q, r == CLIP_AGENT_WITHDRAWN);
+			clip_agent_question_unref(q);
+			break;
+		}
 	}
 }
 
@@ -400,10 +428,10 @@ main(int argc, char **argv)
 		{ 0 },
 	};
 	const char *path = "/run/clip/confirm.sock", *autom = NULL;
-	struct agent a = { .sock = -1, .tty_fd = -1 };
+	struct agent a = { .tty_fd = -1 };
 	struct clip_error *error = NULL;
 	FILE *tty = NULL;
-	int opt, r, sock, tty_fd = -1, ready_fd = -1;
+	int opt, r, tty_fd = -1, ready_fd = -1;
 
 	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (opt) {
@@ -439,19 +467,18 @@ main(int argc, char **argv)
 			return 1;
 		}
 	}
-	if (clip_transfer_connect(&sock, path, &error) < 0) {
+	if (clip_agent_connect(&a.agent, path, NULL, &error) < 0) {
 		fprintf(stderr, "clip-confirm: %s\n", clip_error_get_message(error));
 		clip_error_free(error);
 		return 1;
 	}
-	a.sock = sock;
 	a.autom = autom;
 	a.tty_fd = tty_fd;
 	a.out = tty ? tty : stdout;
 	r = serve(&a, path, ready_fd);
 	while (a.questions)
 		question_drop(&a, a.questions);
-	close(sock);
+	clip_agent_unref(a.agent);
 	if (tty)
 		fclose(tty);
 	return r;
