@@ -797,6 +797,71 @@ const struct clip_cage_profile *clip_cage_get_profile(const struct clip_cage *ca
  */
 int clip_cage_get_missing(const struct clip_cage *cage);
 
+/* Flags of clip_cage_identify_pidfd() and friends. */
+#define CLIP_CAGE_IDENTITY_CORE (1u << 0) /* in no cage: the core (the caller's pid namespace) */
+#define CLIP_CAGE_IDENTITY_NESTED (1u << 1) /* in a pid namespace made inside the cage */
+
+/**
+ * clip_cage_identify_pidfd - which cage a process is in: its name and
+ * level, or the core
+ *
+ * What a compositor or a panel asks of a client before it draws a level:
+ * the answer comes from the kernel, not from anything the process says.
+ * A process is in a cage when its pid namespace is the one of a running
+ * cage of @ctx's registry (CLIP_CAGE_START_REGISTER) or lies below it; it
+ * is in the core when its pid namespace is the caller's. The namespace is
+ * read through the pidfd, never through a pid: a process that has ended
+ * is gone (-ESRCH), whatever now holds its pid.
+ *
+ * @param ctx the context whose state directory holds the registry
+ * @param pidfd a pidfd (pidfd_open(2), CLONE_PIDFD, SO_PEERPIDFD)
+ * @param ret_name optional: the cage's name (free() it), NULL for the core
+ * @param ret_level optional: the cage's level (a new reference), NULL for
+ *	  the core
+ * @param ret_flags optional: CLIP_CAGE_IDENTITY_* flags
+ * @param reterr optional
+ * @return 0, or -EINVAL, -EBADF (@pidfd is no pidfd), -ESRCH (the
+ *	   process has ended), -ENODATA (it is in a pid namespace that is
+ *	   neither the core's nor a registered cage's, as a container's),
+ *	   -EACCES, -EPERM (the caller may not read its namespace), -ENOMEM,
+ *	   -EBADMSG (a corrupt registry entry).
+ * @since 0.1
+ */
+int clip_cage_identify_pidfd(struct clip_ctx *ctx, int pidfd, char **ret_name,
+			     struct clip_level **ret_level, unsigned *ret_flags,
+			     struct clip_error **reterr);
+
+/**
+ * clip_cage_identify_pid - clip_cage_identify_pidfd() for the process
+ * that holds @pid when the call opens it
+ *
+ * A pid says nothing of a process that has ended: prefer a pidfd, or the
+ * socket of clip_cage_identify_socket().
+ *
+ * @return as clip_cage_identify_pidfd(); -ESRCH when no process has @pid.
+ * @since 0.1
+ */
+int clip_cage_identify_pid(struct clip_ctx *ctx, int pid, char **ret_name,
+			   struct clip_level **ret_level, unsigned *ret_flags,
+			   struct clip_error **reterr);
+
+/**
+ * clip_cage_identify_socket - clip_cage_identify_pidfd() for the peer of
+ * a connected UNIX socket (what a Wayland or X server knows of a client)
+ *
+ * The peer is the process that connected (or created the socket pair),
+ * taken by the kernel at that moment as a pidfd (SO_PEERPIDFD): a peer
+ * that has ended since is gone (-ESRCH), even when its pid is reused.
+ *
+ * @return as clip_cage_identify_pidfd(); -EBADF (no connected UNIX
+ *	   socket), -EOPNOTSUPP (the kernel gives no SO_PEERPIDFD: before
+ *	   Linux 6.5).
+ * @since 0.1
+ */
+int clip_cage_identify_socket(struct clip_ctx *ctx, int sock, char **ret_name,
+			      struct clip_level **ret_level, unsigned *ret_flags,
+			      struct clip_error **reterr);
+
 #ifdef __cplusplus
 }
 #endif

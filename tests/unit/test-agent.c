@@ -305,8 +305,6 @@ fake_teardown(struct fake *f)
 	clip_agent_unref(f->agent);
 	close(f->conn);
 	close(f->listen);
-	unlink(f->path);
-	rmdir(f->dir);
 	free(f->dir);
 }
 
