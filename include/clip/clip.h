@@ -20,6 +20,7 @@
 #include <clip/mediator.h>
 #include <clip/transfer.h>
 #include <clip/agent.h>
+#include <clip/feed.h>
 #include <clip/session.h>
 
 #endif

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <clip/feed.h>
 #include <clip/mediator.h>
 
 #include "base/error.h"
@@ -113,7 +114,11 @@ mediator_ask(struct clip_mediator *m, struct pending *p, const char *note)
 		 p->target->level_text);
 	snprintf(msg.prompt.name, sizeof(msg.prompt.name), "%s", p->name);
 	snprintf(msg.prompt.note, sizeof(msg.prompt.note), "%s", note);
-	return proto_send(m->agent.fd, &msg, NULL);
+	r = proto_send(m->agent.fd, &msg, NULL);
+	if (r >= 0)
+		mediator_feed(m, CLIP_FEED_TRANSFER_ASKED, p->source->name, p->target->name,
+			      p->name, NULL);
+	return r;
 }
 
 static void

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <clip/audit.h>
+#include <clip/feed.h>
 #include <clip/label.h>
 #include <clip/mediator.h>
 
@@ -112,6 +113,7 @@ mediator_free(struct clip_mediator *m)
 	while (m->conns)
 		mediator_conn_close(m, m->conns);
 	mediator_closer_stop(m);
+	clip_feed_unref(m->feed);
 	for (size_t i = 0; i < m->n_cages; i++) {
 		struct cage *c = m->cages[i];
 
@@ -471,6 +473,12 @@ mediator_finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, str
 			log_info(m->ctx, "delivered '%s' from '%s' to '%s'", o->delivered,
 				 source->name, target->name);
 	}
+	if (o->status == PROTO_STATUS_DELIVERED)
+		mediator_feed(m, CLIP_FEED_TRANSFER_DELIVERED, source->name, target->name,
+			      o->delivered, NULL);
+	else
+		mediator_feed(m, CLIP_FEED_TRANSFER_DENIED, source->name, target_name, name,
+			      o->reason);
 	if (d)
 		deliver_abort(d);
 	reply(m, c, client_id, o, d);

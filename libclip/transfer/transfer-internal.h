@@ -363,6 +363,7 @@ struct clip_mediator {
 	int done_write;
 	pid_t pid; /* the creator: a forked child has no worker to join */
 	struct closer *closer; /* the closing threads (mediator-fd.c); NULL until needed */
+	struct clip_feed *feed; /* what the user should see (feed.c), or NULL */
 };
 
 /* The outcome of one request, as answered and audited. */
@@ -453,3 +454,7 @@ void mediator_closer_stop(struct clip_mediator *m);
  */
 int transfer_connect_to(int *ret, const char *path, const char *env, const char *fallback,
 			struct clip_error **reterr);
+
+/* Push a CLIP_FEED_* event into the mediator's feed, when it has one (feed.c). */
+void mediator_feed(struct clip_mediator *m, int type, const char *cage, const char *target,
+		   const char *name, const char *text);

@@ -3,7 +3,8 @@
  * clip-agent(3): a confirmation agent against a real mediator in this
  * process (asked, answered, expired), and against a fake one that lies
  * (a field out of its kind, an oversized message, a question asked twice,
- * a message that is not for an agent) or is answered wrongly.
+ * a message that is not for an agent) or is answered wrongly; the feed of
+ * what the user should see, which the mediator pushes its transfers into.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -508,4 +509,106 @@ Test(agent, opts_with_unknown_flags_or_too_short_are_refused)
 	cr_assert_eq(clip_agent_connect(&a, f.path, &o, NULL), 0);
 	clip_agent_unref(a);
 	fake_teardown(&f);
+}
+
+/* -- the feed (clip-feed(3)) ------------------------------------------ */
+
+static void
+assert_str_or_null(const char *got, const char *want)
+{
+	if (want)
+		cr_assert_str_eq(got, want);
+	else
+		cr_assert_null(got, "got '%s'", got);
+}
+
+/* The next event of @f: its type, cage, target and name checked. */
+static struct clip_feed_event *
+assert_event(struct clip_feed *f, int type, const char *cage, const char *target, const char *name)
+{
+	struct clip_feed_event *e = NULL;
+
+	cr_assert_eq(clip_feed_next(f, &e), 1, "an event %s waits",
+		     clip_feed_event_type_name(type));
+	cr_assert_eq(clip_feed_event_get_type(e), type, "%s, not %s",
+		     clip_feed_event_type_name(clip_feed_event_get_type(e)),
+		     clip_feed_event_type_name(type));
+	assert_str_or_null(clip_feed_event_get_cage(e), cage);
+	assert_str_or_null(clip_feed_event_get_target(e), target);
+	assert_str_or_null(clip_feed_event_get_name(e), name);
+	return e;
+}
+
+Test(feed, a_transfer_asked_delivered_and_one_denied_are_fed_in_order)
+{
+	struct clip_agent_question *q = NULL;
+	struct clip_feed_event *e;
+	struct clip_transfer *t;
+	struct pollfd p = { .events = POLLIN };
+	struct clip_feed *f = NULL;
+	struct world w;
+
+	world_setup(&w, 30000);
+	cr_assert_eq(clip_feed_new(&f, NULL), 0);
+	cr_assert_eq(clip_mediator_set_feed(w.m, f), 0);
+	p.fd = clip_feed_get_fd(f);
+	cr_assert_eq(poll(&p, 1, 0), 0, "nothing to read yet");
+
+	t = ask(&w, "one", NULL);
+	cr_assert_eq(next(&w, &q), CLIP_AGENT_QUESTION);
+	cr_assert_eq(poll(&p, 1, 0), 1, "the feed's fd is readable");
+	clip_feed_event_unref(assert_event(f, CLIP_FEED_TRANSFER_ASKED, "low", "high", "doc.txt"));
+	cr_assert_eq(poll(&p, 1, 0), 0, "read: nothing more");
+	cr_assert_eq(clip_agent_answer(w.agent, q, 1, NULL), 0);
+	settle(&w, t);
+	clip_transfer_unref(t);
+	clip_agent_question_unref(q);
+
+	t = ask(&w, "two", NULL);
+	cr_assert_eq(next(&w, &q), CLIP_AGENT_QUESTION);
+	cr_assert_eq(clip_agent_answer(w.agent, q, 0, NULL), 0);
+	settle(&w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
+	clip_transfer_unref(t);
+	clip_agent_question_unref(q);
+
+	e = assert_event(f, CLIP_FEED_TRANSFER_DELIVERED, "low", "high", "doc.txt");
+	cr_assert_eq(clip_feed_event_get_seq(e), 2);
+	cr_assert_null(clip_feed_event_get_text(e));
+	clip_feed_event_unref(e);
+	clip_feed_event_unref(assert_event(f, CLIP_FEED_TRANSFER_ASKED, "low", "high", "doc.txt"));
+	e = assert_event(f, CLIP_FEED_TRANSFER_DENIED, "low", "high", "doc.txt");
+	cr_assert_not_null(clip_feed_event_get_text(e), "a denial says why");
+	cr_assert_gt(clip_feed_event_get_time(e), 0);
+	clip_feed_event_unref(e);
+	cr_assert_eq(clip_feed_next(f, &e), 0, "nothing more");
+	cr_assert_null(e);
+	world_teardown(&w);
+	/* The mediator held a reference: the feed outlives it. */
+	cr_assert_eq(clip_feed_push(f, CLIP_FEED_CAGE_STOPPED, "low", NULL, NULL, NULL), 0);
+	clip_feed_event_unref(assert_event(f, CLIP_FEED_CAGE_STOPPED, "low", NULL, NULL));
+	clip_feed_unref(f);
+}
+
+Test(feed, a_reader_that_does_not_keep_up_loses_the_oldest_and_sees_the_gap)
+{
+	struct clip_feed_event *e = NULL;
+	struct clip_feed *f = NULL;
+	uint64_t count = 0;
+
+	cr_assert_eq(clip_feed_new(&f, NULL), 0);
+	for (int i = 0; i < CLIP_FEED_EVENTS_MAX + 10; i++)
+		cr_assert_eq(clip_feed_push(f, CLIP_FEED_CAGE_DIED, "low", NULL, NULL, "killed"),
+			     0);
+	cr_assert_eq(clip_feed_next(f, &e), 1);
+	cr_assert_eq(clip_feed_event_get_seq(e), 11, "the first 10 were dropped");
+	clip_feed_event_unref(e);
+	/* The eventfd counts what waits, no more. */
+	cr_assert_eq(read(clip_feed_get_fd(f), &count, sizeof(count)), (ssize_t)sizeof(count));
+	cr_assert_eq(count, 1, "a semaphore: one at a time");
+	assert_errno(clip_feed_push(f, 0, NULL, NULL, NULL, NULL), -EINVAL);
+	assert_errno(clip_feed_push(f, 99, NULL, NULL, NULL, NULL), -EINVAL);
+	cr_assert_null(clip_feed_event_type_name(99));
+	cr_assert_str_eq(clip_feed_event_type_name(CLIP_FEED_CAGE_DIED), "cage-died");
+	clip_feed_unref(f);
 }
