@@ -82,6 +82,16 @@ int clip_feed_next(struct clip_feed *feed, struct clip_feed_event **ret);
  */
 int clip_mediator_set_feed(struct clip_mediator *mediator, struct clip_feed *feed);
 
+/**
+ * clip_feed_event_new - an event as another feed numbered and dated it,
+ * for a program that relays events (clip_session_watch_read() makes
+ * them so)
+ * @return 0, or -EINVAL (an unknown type), -ENOMEM.
+ * @since 0.1
+ */
+int clip_feed_event_new(struct clip_feed_event **ret, int type, uint64_t seq, uint64_t time_us,
+			const char *cage, const char *target, const char *name, const char *text);
+
 /** @since 0.1 */
 struct clip_feed_event *clip_feed_event_ref(struct clip_feed_event *event);
 /** @since 0.1 */

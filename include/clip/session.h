@@ -39,6 +39,7 @@ struct clip_mediator;
 struct clip_policy;
 struct clip_session;
 struct clip_session_status;
+struct clip_feed_event;
 struct clip_audit;
 
 /* Bounds of a session. */
@@ -423,6 +424,36 @@ const char *clip_session_status_get_cage(const struct clip_session_status *statu
  */
 int clip_session_status_get_mediator(const struct clip_session_status *status,
 				     unsigned *ret_pending, int *ret_agent);
+
+/**
+ * clip_session_watch - follow what the user should see of a running
+ * session: its transfers asked, delivered and denied, its cages started,
+ * stopped and died (clip-feed(3)), over its control socket
+ *
+ * @param state_dir the session's state directory, or NULL for the default
+ * @param ret_fd where the connection is stored (close it to stop): poll it,
+ *	  then clip_session_watch_read()
+ * @return 0, or -EINVAL, -ESRCH (no runner answers), -EPERM (refused to
+ *	   this uid), -EBUSY (too many watchers), -EPROTO, -ENOMEM.
+ * @since 0.1
+ */
+int clip_session_watch(struct clip_ctx *ctx, const char *session, const char *state_dir,
+		       int *ret_fd, struct clip_error **reterr);
+
+/**
+ * clip_session_watch_read - the next event of a watch, without waiting
+ *
+ * The name and text of an event may come from a cage: escape them before
+ * they reach a terminal. A gap in clip_feed_event_get_seq() says how many
+ * the runner dropped (a reader that did not keep up).
+ *
+ * @param ret where the event is stored (clip_feed_event_unref())
+ * @return 1 with an event, 0 when none waits, or -EINVAL, -ECONNRESET (the
+ *	   session stopped, or dropped this watcher: its socket was full),
+ *	   -EPROTO (a malformed event), -ENOMEM.
+ * @since 0.1
+ */
+int clip_session_watch_read(int fd, struct clip_feed_event **ret, struct clip_error **reterr);
 
 #ifdef __cplusplus
 }

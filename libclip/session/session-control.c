@@ -6,8 +6,9 @@
  * SOCK_SEQPACKET socket, 0600, whose peers must also be root or the
  * runner's euid (SO_PEERCRED), at most CONTROL_CONNS_MAX at once, each
  * closed after one request or CONTROL_TIMEOUT_MS. A request is one
- * message of at most CONTROL_REQUEST_MAX bytes: "status", "stop" or
- * "restart CAGE". The answer is one message:
+ * message of at most CONTROL_REQUEST_MAX bytes: "status", "stop",
+ * "restart CAGE" or "watch" (session-watch.c: the connection stays, and
+ * the session's events stream on it). The answer is one message:
  *
  *   ok\n                                   (stop, restart)
  *   ok\nmediator PENDING AGENT\n           (status, then one line a cage,
@@ -367,6 +368,10 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		snprintf(message, sizeof(message), "uid %u may not control session '%s'",
 			 (unsigned)ctl->conns[i].refused_uid, s->name);
 		answer_error(fd, -EPERM, message);
+	} else if (strcmp(req, "watch") == 0) {
+		/* The connection stays open: the session's events stream on it. */
+		session_watch_add(s, fd);
+		return 1;
 	} else if (strcmp(req, "status") == 0) {
 		struct clip_session_status *st = NULL;
 		_cleanup_free_ char *text = NULL;
@@ -404,7 +409,7 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 					   ? '?'
 					   : req[k];
 		shown[k] = '\0';
-		answer_error(fd, -EINVAL, "unknown request (status, stop, restart CAGE)");
+		answer_error(fd, -EINVAL, "unknown request (status, stop, restart CAGE, watch)");
 		log_notice(s->ctx, "session '%s': unknown control request '%s'", s->name, shown);
 	}
 	close(fd);
@@ -568,8 +573,8 @@ status_parse(char *untrusted_text, struct clip_session_status **ret)
 }
 
 /* Connect to @dir/control.sock through the directory's fd: the fd, or -errno with a message. */
-static int
-control_connect(const char *session, const char *dir, struct clip_error **reterr)
+int
+session_control_connect(const char *session, const char *dir, struct clip_error **reterr)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_close_ int dfd = -1, fd = -1;
@@ -603,8 +608,8 @@ control_connect(const char *session, const char *dir, struct clip_error **reterr
 }
 
 /* "error ERRNO MESSAGE\n" from the runner: its errno and its message, or -EPROTO. */
-static int
-answer_error_parse(const char *session, char *untrusted_text, struct clip_error **reterr)
+int
+session_answer_error_parse(const char *session, char *untrusted_text, struct clip_error **reterr)
 {
 	char *sp = strchr(untrusted_text, ' '), *end = strchr(untrusted_text, '\n');
 	unsigned err;
@@ -653,7 +658,7 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 		dir = NULL;
 	if (!dir)
 		return api_return(-ENOMEM, reterr);
-	fd = control_connect(session, dir, reterr);
+	fd = session_control_connect(session, dir, reterr);
 	if (fd < 0)
 		return api_return(fd, reterr);
 	/* A runner that refused at once may have answered already: read it below. */
@@ -684,7 +689,7 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 				  reterr);
 	untrusted_answer[n] = '\0';
 	if (strncmp(untrusted_answer, "error ", 6) == 0)
-		return api_return(answer_error_parse(session, untrusted_answer + 6, reterr),
+		return api_return(session_answer_error_parse(session, untrusted_answer + 6, reterr),
 				  reterr);
 	if (strncmp(untrusted_answer, "ok\n", 3) != 0)
 		return api_return(

@@ -10,6 +10,8 @@
  *   session-run.c    start, stop, the event loop, restarts, spawn, status
  *   session-control.c the control socket (server in dispatch, client
  *                    clip_session_control()) and the status object
+ *   session-watch.c  the feed of what the user should see, streamed to
+ *                    "watch" connections (clip_session_watch())
  *
  * Calls: base cage label level transfer
  */
@@ -71,6 +73,9 @@ struct session_cage {
 	bool inbox_made, data_made; /* by this start: removed again if it fails */
 };
 
+/* At most this many "watch" connections at once (session-watch.c). */
+#define SESSION_WATCHERS_MAX 8
+
 struct clip_session {
 	unsigned n_ref;
 	struct clip_ctx *ctx;
@@ -95,6 +100,9 @@ struct clip_session {
 	struct session_control *control; /* session-control.c */
 	void (*event_fn)(struct clip_session *, int, const char *, int, void *);
 	void *event_userdata;
+	struct clip_feed *feed; /* what the user should see, for the watchers (session-watch.c) */
+	int watch_fds[SESSION_WATCHERS_MAX]; /* the control connections that asked "watch" */
+	size_t n_watch;
 };
 
 /* An argument refused with a message (clip_assert_return() with a reason). */
@@ -130,6 +138,7 @@ int session_listen_at(int dirfd, const char *dirpath, const char *name, mode_t m
 #define SESSION_EV_CONTROL 3u /* the listening control socket */
 #define SESSION_EV_CONTROL_CONN 4u
 #define SESSION_EV_CONTROL_TIMER 5u
+#define SESSION_EV_FEED 6u /* the session's feed: events for the watchers */
 int session_watch(struct clip_session *s, int fd, unsigned kind, unsigned index);
 void session_emit(struct clip_session *s, int event, const char *cage, int status);
 
@@ -139,3 +148,19 @@ int session_control_listen(struct clip_session *s, struct clip_error **reterr);
 int session_control_dispatch(struct clip_session *s, uint64_t tag, struct clip_error **reterr);
 /* Close the control socket and its connections (the socket file stays). */
 void session_control_close(struct clip_session *s);
+
+/* session-watch.c */
+/* The feed, given to the mediator and watched: at start, before the cages run. */
+int session_feed_open(struct clip_session *s, struct clip_error **reterr);
+/* Push an event of a cage into the feed, when there is one. */
+void session_feed_cage(struct clip_session *s, int type, const char *cage, const char *text);
+/* Send what the feed holds to every watcher; a watcher that cannot take it is dropped. */
+void session_feed_flush(struct clip_session *s);
+/* Teardown: flush, then close the watchers and drop the feed. */
+void session_feed_close(struct clip_session *s);
+/* A control connection asked "watch": it becomes a watcher (takes @fd), or is refused. */
+void session_watch_add(struct clip_session *s, int fd);
+/* session-control.c, for the watch client */
+int session_control_connect(const char *session, const char *dir, struct clip_error **reterr);
+int session_answer_error_parse(const char *session, char *untrusted_text,
+			       struct clip_error **reterr);

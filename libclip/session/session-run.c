@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <clip/audit.h>
+#include <clip/feed.h>
 #include <clip/label.h>
 #include <clip/session.h>
 
@@ -190,6 +191,7 @@ cage_run(struct clip_session *s, struct session_cage *c, struct clip_error **ret
 		return error_set_errno(reterr, r, "session '%s': cannot watch cage '%s'", s->name,
 				       c->name);
 	}
+	session_feed_cage(s, CLIP_FEED_CAGE_STARTED, c->name, NULL);
 	return 0;
 }
 
@@ -209,6 +211,8 @@ cage_halt(struct clip_session *s, struct session_cage *c, unsigned grace_ms)
 	if (r < 0 && r != -ECHILD)
 		log_err(s->ctx, "session '%s': cannot stop cage '%s': %s", s->name, c->name,
 			clip_error_get_message(e));
+	else if (r >= 0)
+		session_feed_cage(s, CLIP_FEED_CAGE_STOPPED, c->name, NULL);
 }
 
 /* The data directory: made 0700 for the cage when missing, its parents as dir_open_walk() does. */
@@ -452,6 +456,8 @@ session_start(struct clip_session *s, unsigned flags, struct clip_error **reterr
 	if (r >= 0)
 		r = mediator_make(s, flags, reterr);
 	if (r >= 0)
+		r = session_feed_open(s, reterr);
+	if (r >= 0)
 		r = session_control_listen(s, reterr);
 	if (r < 0)
 		return r;
@@ -527,6 +533,8 @@ teardown(struct clip_session *s, unsigned grace_ms, bool undo)
 	if (undo && s->inbox_made)
 		unlink_quiet(s->state_fd, SESSION_INBOX_DIR, AT_REMOVEDIR);
 	s->audit = clip_audit_unref(s->audit);
+	/* The cages' last events reach the watchers, then the stream ends. */
+	session_feed_close(s);
 	if (s->epoll_fd >= 0)
 		close(s->epoll_fd);
 	s->epoll_fd = -1;
@@ -629,6 +637,15 @@ cage_ended(struct clip_session *s, struct session_cage *c)
 	log_warning(s->ctx, "session '%s': cage '%s' ended by itself (status %d)", s->name, c->name,
 		    status);
 	session_emit(s, CLIP_SESSION_EVENT_CAGE_ENDED, c->name, status);
+	{
+		char how[64];
+
+		if (status > 128)
+			snprintf(how, sizeof(how), "killed by signal %d", status - 128);
+		else
+			snprintf(how, sizeof(how), "exit status %d", status);
+		session_feed_cage(s, CLIP_FEED_CAGE_DIED, c->name, how);
+	}
 	if (!s->started)
 		return 1;
 	again = c->restart == CLIP_SESSION_RESTART_ALWAYS ||
@@ -694,6 +711,10 @@ clip_session_dispatch(struct clip_session *s, struct clip_error **reterr)
 	case SESSION_EV_CAGE:
 		r = index < s->n_cages && s->cages[index]->cage ? cage_ended(s, s->cages[index])
 								: 1;
+		break;
+	case SESSION_EV_FEED:
+		session_feed_flush(s);
+		r = 1;
 		break;
 	default:
 		r = session_control_dispatch(s, ev.data.u64, reterr);

@@ -154,6 +154,38 @@ dup_or_null(char **dst, const char *s)
 	return *dst ? 0 : -ENOMEM;
 }
 
+static int
+feed_event_new(struct clip_feed_event **ret, int type, uint64_t seq, uint64_t time_us,
+	       const char *cage, const char *target, const char *name, const char *text)
+{
+	struct clip_feed_event *e;
+
+	if (!clip_feed_event_type_name(type))
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->n_ref = 1;
+	e->type = type;
+	e->seq = seq;
+	e->time_us = time_us;
+	if (dup_or_null(&e->cage, cage) < 0 || dup_or_null(&e->target, target) < 0 ||
+	    dup_or_null(&e->name, name) < 0 || dup_or_null(&e->text, text) < 0) {
+		event_free(e);
+		return -ENOMEM;
+	}
+	*ret = e;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_feed_event_new(struct clip_feed_event **ret, int type, uint64_t seq, uint64_t time_us,
+		    const char *cage, const char *target, const char *name, const char *text)
+{
+	clip_assert_return(ret, -EINVAL);
+	return feed_event_new(ret, type, seq, time_us, cage, target, name, text);
+}
+
 CLIP_EXPORT int
 clip_feed_push(struct clip_feed *f, int type, const char *cage, const char *target,
 	       const char *name, const char *text)
@@ -161,22 +193,16 @@ clip_feed_push(struct clip_feed *f, int type, const char *cage, const char *targ
 	const uint64_t one = 1;
 	struct clip_feed_event *e;
 	struct timespec ts;
+	int r;
 
 	clip_assert_return(f, -EINVAL);
 	clip_assert_return(clip_feed_event_type_name(type), -EINVAL);
 
-	e = calloc(1, sizeof(*e));
-	if (!e)
-		return -ENOMEM;
-	e->n_ref = 1;
-	e->type = type;
-	if (dup_or_null(&e->cage, cage) < 0 || dup_or_null(&e->target, target) < 0 ||
-	    dup_or_null(&e->name, name) < 0 || dup_or_null(&e->text, text) < 0) {
-		event_free(e);
-		return -ENOMEM;
-	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	e->time_us = (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+	r = feed_event_new(&e, type, 0, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000,
+			   cage, target, name, text);
+	if (r < 0)
+		return r;
 	/* A reader that does not keep up loses the oldest: the numbers say how many. */
 	if (f->n >= CLIP_FEED_EVENTS_MAX)
 		clip_feed_event_unref(feed_take(f));
