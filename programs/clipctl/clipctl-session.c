@@ -3,6 +3,8 @@
  * clipctl session: up, down and status of sessions (clip.session(5)); exec
  * is in clipctl-cage.c, with the other ways to run a command in a cage.
  *
+ * `watch` (also `clipctl watch`) prints the session's events as they come.
+ *
  * `up` starts the session's runner, clipd --session FILE, in the
  * background, relays what it says until it is ready (or has failed), and
  * returns; `down` and `status` ask the runner over the session's control
@@ -373,11 +375,93 @@ session_restart(struct clipctl *c, int argc, char **argv)
 	return 0;
 }
 
+/* One event on one line, escaped as a whole: TYPE CAGE[ -> TARGET][: NAME][ (TEXT)]. */
+static void
+print_event(const struct clip_feed_event *e)
+{
+	const char *cage = clip_feed_event_get_cage(e), *target = clip_feed_event_get_target(e);
+	const char *name = clip_feed_event_get_name(e), *text = clip_feed_event_get_text(e);
+
+	say(stdout, "%s%s%s%s%s%s%s%s%s%s", clip_feed_event_type_name(clip_feed_event_get_type(e)),
+	    cage ? " " : "", cage ? cage : "", target ? " -> " : "", target ? target : "",
+	    name ? ": " : "", name ? name : "", text ? " (" : "", text ? text : "",
+	    text ? ")" : "");
+}
+
+/* session watch [--session-dir DIR] NAME: the session's events, until it stops. */
+static int
+session_watch(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	uint64_t last = 0;
+	int r, fd = -1;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 1)
+		return fail_usage("usage: watch [--session-dir DIR] NAME");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_watch(ctx, argv[optind], o.dir, &fd, &error);
+	clip_ctx_unref(ctx);
+	if (r < 0)
+		return fail_error(argv[optind], r, error);
+	say(stdout, "watching session %s", argv[optind]);
+	fflush(stdout);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct clip_feed_event *e = NULL;
+
+		if (poll(&p, 1, -1) < 0 && errno != EINTR)
+			break;
+		while ((r = clip_session_watch_read(fd, &e, &error)) > 0) {
+			uint64_t seq = clip_feed_event_get_seq(e);
+
+			if (last && seq > last + 1)
+				say(stdout, "(%llu events lost)",
+				    (unsigned long long)(seq - last - 1));
+			last = seq;
+			print_event(e);
+			clip_feed_event_unref(e);
+		}
+		fflush(stdout);
+		if (r < 0)
+			break;
+	}
+	close(fd);
+	if (r == -ECONNRESET) {
+		clip_error_free(error);
+		say(stdout, "session %s: the stream ended", argv[optind]);
+		return 0;
+	}
+	return fail_error(argv[optind], r, error);
+}
+
+/* clipctl watch ARGS: session watch ARGS (@argv has no command word: add it). */
+int
+clipctl_watch(struct clipctl *c, int argc, char **argv)
+{
+	char **v = calloc((size_t)argc + 2, sizeof(char *));
+	int r;
+
+	if (!v)
+		return fail_usage("out of memory");
+	v[0] = (char *)"watch";
+	memcpy(v + 1, argv, (size_t)argc * sizeof(char *));
+	r = session_watch(c, argc + 1, v);
+	free(v);
+	return r;
+}
+
 int
 clipctl_session(struct clipctl *c, int argc, char **argv)
 {
 	if (argc < 1)
-		return fail_usage("session: up, down, status, restart or exec");
+		return fail_usage("session: up, down, status, restart, exec or watch");
 	if (strcmp(argv[0], "up") == 0)
 		return session_up(c, argc, argv);
 	if (strcmp(argv[0], "down") == 0)
@@ -388,5 +472,7 @@ clipctl_session(struct clipctl *c, int argc, char **argv)
 		return session_restart(c, argc, argv);
 	if (strcmp(argv[0], "exec") == 0)
 		return clipctl_session_exec(c, argc, argv);
+	if (strcmp(argv[0], "watch") == 0)
+		return session_watch(c, argc, argv);
 	return fail_usage("session: unknown command '%s'", argv[0]);
 }

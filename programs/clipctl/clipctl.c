@@ -40,6 +40,7 @@ static const struct group {
 	{ "transfer", clipctl_transfer },
 	{ "audit", clipctl_audit },
 	{ "session", clipctl_session },
+	{ "watch", clipctl_watch },
 };
 
 static void
@@ -69,6 +70,9 @@ usage(FILE *f)
 	      "  session restart [--session-dir DIR] NAME CAGE   stop one cage of a session\n"
 	      "                         and start it again; the others run on\n"
 	      "  session exec NAME CAGE [--] CMD...   run CMD in a cage of a session\n"
+	      "  watch [--session-dir DIR] NAME   what the user should see of a session, as\n"
+	      "                         it comes: transfers asked, delivered, denied; cages\n"
+	      "                         started, stopped, died\n"
 	      "  exec-check FILE        exit 0 when FILE may run as code, 1 otherwise\n"
 	      "  exec-policy [BIT... -- COMMAND [ARG...]]\n"
 	      "                         print the exec securebits, or run COMMAND under more\n"

@@ -74,5 +74,7 @@ int clipctl_tpm(struct clipctl *c, int argc, char **argv);
 int clipctl_transfer(struct clipctl *c, int argc, char **argv);
 int clipctl_audit(struct clipctl *c, int argc, char **argv);
 int clipctl_session(struct clipctl *c, int argc, char **argv);
+/* clipctl watch, and session watch (clipctl-session.c). */
+int clipctl_watch(struct clipctl *c, int argc, char **argv);
 /* session exec, with the other ways to run a command in a cage (clipctl-cage.c). */
 int clipctl_session_exec(struct clipctl *c, int argc, char **argv);

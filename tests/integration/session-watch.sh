@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# `clipctl watch`: what the user should see of a session, in order, as it
+# comes (issue 18): a transfer asked and delivered, one denied (its name,
+# a cage's words, escaped on one line), a cage that died, the cages
+# stopped by `session down`, then the end of the stream.
+#
+#   session-watch.sh CLIPCTL CLIP_CONFIRM SESSIONS_DIR
+set -u
+clipctl=$1 confirm=$2 examples=$3
+. "$(dirname "$0")/tap.sh"
+
+if [ "$(id -u)" != 0 ] && ! unshare -Ur true 2>/dev/null; then
+	echo "1..0 # SKIP this host refuses user namespaces to uid $(id -u): no cage can start"
+	exit 0
+fi
+base=$(mktemp -d /var/tmp/clip-watch-XXXXXX)
+tap_tmp=$base/tap
+mkdir -p "$tap_tmp"
+chmod 711 "$base"
+state=$base/state
+mode=()
+[ "$("$clipctl" cage mode)" = rootless ] && mode=(--rootless)
+ctl() { "$clipctl" --state-dir "$state" "${mode[@]}" "$@"; }
+agent_pid= watch_pid=
+cleanup() {
+	ctl session down demo >/dev/null 2>&1
+	[ -z "$agent_pid" ] || kill "$agent_pid" 2>/dev/null
+	[ -z "$watch_pid" ] || kill "$watch_pid" 2>/dev/null
+	wait 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$base"
+}
+trap cleanup EXIT
+
+# The demo session, with clipctl bound into its cages (as session.sh does).
+x=$base/s
+cp -r "$examples" "$x"
+bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)
+lib_dir=$(cd "$bin_dir/../../libclip" && pwd -P)
+cc=/opt/clip/programs/clipctl/$(basename "$clipctl")
+for profile in "$x"/*.cage; do
+	binds="BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip"
+	if grep -q '^\[Files\]$' "$profile"; then
+		sed -i "/^\[Files\]\$/a $binds" "$profile"
+	else
+		printf '\n[Files]\n%s\n' "$binds" >>"$profile"
+	fi
+done
+sd=$state/sessions/demo
+wait_for() { # FILE REGEX: up to 20 s
+	local i
+	for i in $(seq 200); do grep -Eq "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+
+expect 0 "session up" -- ctl session up --log "$base/runner.log" "$x/demo.session"
+expect 1 "watch of a session that is not up fails" -- ctl watch nosuch
+like "and names it" "$err" 'nosuch'
+
+ctl watch demo >"$base/watch.out" 2>"$base/watch.err" &
+watch_pid=$!
+wait_for "$base/watch.out" '^watching session demo$' && ok "watch starts" || not_ok "watch starts: $(cat "$base/watch.err")"
+"$confirm" --socket "$sd/confirm.sock" --auto yes >"$base/agent.log" 2>&1 &
+agent_pid=$!
+wait_for "$base/agent.log" 'connected to' && ok "the agent is connected" || not_ok "the agent is connected"
+
+expect 0 "exec: a document in low" -- ctl session exec demo low -- sh -c 'echo figures >/data/figures.txt'
+expect 0 "low -> high is asked, and delivered" -- ctl session exec demo low -- "$cc" transfer send /data/figures.txt --to high
+expect 3 "low -> side is denied by the policy" -- ctl session exec demo low -- "$cc" transfer send /data/figures.txt --to side
+nl=$'\n'
+expect 3 "a name with a line break is denied" -- ctl session exec demo low -- "$cc" transfer send /data/figures.txt --to high --name "evil${nl}cage-stopped high"
+side=$(ctl cage list 2>/dev/null | awk '$1 == "demo.side" { print $3 }')
+[ -n "$side" ] && kill -KILL "$side"
+wait_for "$base/watch.out" '^cage-died side' && ok "side's death is seen" || not_ok "side's death is seen"
+expect 0 "session down" -- ctl session down demo
+for i in $(seq 100); do [ -d "/proc/$watch_pid" ] || break; sleep 0.1; done
+wait "$watch_pid"
+rc=$?
+watch_pid=
+[ "$rc" = 0 ] && ok "watch exits 0 when the session stops" || not_ok "watch exits 0 when the session stops (rc $rc: $(cat "$base/watch.err"))"
+kill "$agent_pid" 2>/dev/null
+wait "$agent_pid" 2>/dev/null
+agent_pid=
+
+# The events, in order; cage-stopped of low and high in either order.
+got=$(grep -v '^watching' "$base/watch.out")
+want_re='^transfer-asked low -> high: figures\.txt
+transfer-delivered low -> high: figures\.txt
+transfer-denied low -> side: figures\.txt \([^
+]*\)
+transfer-denied low -> high: evil\\u\{[0]*[aA]\}cage-stopped high \([^
+]*\)
+cage-died side \(killed by signal 9\)
+cage-stopped (low|high)
+cage-stopped (low|high)
+session demo: the stream ended$'
+if [[ "$got" =~ $want_re ]]; then
+	ok "the events come in order, escaped, one line each"
+else
+	not_ok "the events come in order, escaped, one line each"
+	printf '# %s\n' "$got" | sed 's/^/# /'
+fi
+# The name "evil<newline>cage-stopped high" would forge a line of its own raw.
+[ "$(grep -c '^cage-stopped high$' "$base/watch.out")" = 1 ] && ok "a name's forged line is no line of its own" ||
+	not_ok "a name's forged line is no line of its own"
+
+tap_plan_end
