@@ -4,7 +4,8 @@
  * process (asked, answered, expired), and against a fake one that lies
  * (a field out of its kind, an oversized message, a question asked twice,
  * a message that is not for an agent) or is answered wrongly; the feed of
- * what the user should see, which the mediator pushes its transfers into.
+ * what the user should see, which the mediator pushes its transfers into,
+ * and a session watch that reads a runner's events as a peer's words.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -611,4 +612,66 @@ Test(feed, a_reader_that_does_not_keep_up_loses_the_oldest_and_sees_the_gap)
 	cr_assert_null(clip_feed_event_type_name(99));
 	cr_assert_str_eq(clip_feed_event_type_name(CLIP_FEED_CAGE_DIED), "cage-died");
 	clip_feed_unref(f);
+}
+
+/* A runner's stream, as clip_session_watch_read() reads it: 8 fields, each NUL-ended. */
+static void
+send_event(int fd, const char *const fields[], size_t n)
+{
+	char buf[512];
+	size_t at = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strlen(fields[i]) + 1;
+
+		memcpy(buf + at, fields[i], k);
+		at += k;
+	}
+	cr_assert_eq(send(fd, buf, at, 0), (ssize_t)at);
+}
+
+Test(feed, a_watch_reads_a_runners_events_as_a_peers_words)
+{
+	static const char *const good[] = {
+		"event", "7",    "1700000000000000", "transfer-denied", "low",
+		"high",  "a\nb", "no answer in time"
+	};
+	static const char *const bad_cage[] = {
+		"event", "8", "1", "cage-died", "../x", "", "", ""
+	};
+	static const char *const bad_type[] = { "event", "8", "1", "cage-exploded",
+						"low",   "",  "",  "" };
+	static const char *const bad_seq[] = { "event", "-8", "1", "cage-died", "low", "", "", "" };
+	static const char *const short_msg[] = { "event", "8", "1", "cage-died", "low" };
+	struct clip_feed_event *e = NULL;
+	struct clip_error *err = NULL;
+	int sv[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	cr_assert_eq(clip_session_watch_read(sv[0], &e, NULL), 0, "nothing yet");
+	send_event(sv[1], good, 8);
+	cr_assert_eq(clip_session_watch_read(sv[0], &e, NULL), 1);
+	cr_assert_eq(clip_feed_event_get_type(e), CLIP_FEED_TRANSFER_DENIED);
+	cr_assert_eq(clip_feed_event_get_seq(e), 7);
+	cr_assert_eq(clip_feed_event_get_time(e), UINT64_C(1700000000000000));
+	cr_assert_str_eq(clip_feed_event_get_cage(e), "low");
+	cr_assert_str_eq(clip_feed_event_get_target(e), "high");
+	cr_assert_str_eq(clip_feed_event_get_name(e), "a\nb", "as sent: the printer escapes");
+	cr_assert_str_eq(clip_feed_event_get_text(e), "no answer in time");
+	e = clip_feed_event_unref(e);
+	send_event(sv[1], bad_cage, 8);
+	send_event(sv[1], bad_type, 8);
+	send_event(sv[1], bad_seq, 8);
+	send_event(sv[1], short_msg, 5);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(clip_session_watch_read(sv[0], &e, &err), -EPROTO, "message %d", i);
+		cr_assert(strstr(clip_error_get_message(err), "malformed"), "%s",
+			  clip_error_get_message(err));
+		clip_error_free(err);
+		err = NULL;
+		cr_assert_null(e);
+	}
+	close(sv[1]);
+	assert_errno(clip_session_watch_read(sv[0], &e, NULL), -ECONNRESET);
+	close(sv[0]);
 }
