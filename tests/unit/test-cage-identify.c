@@ -241,6 +241,8 @@ Test(cage_identify, a_reused_pid_is_not_taken_for_the_cage)
 	pid_t pid, taker;
 	struct clip_error *e = NULL;
 
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
 	if (!may_take_a_pid())
 		cr_skip_test("not root: no clone3 set_tid to take a pid over");
 	world_setup(&W);
@@ -327,6 +329,8 @@ Test(cage_identify, a_socket_peer_whose_pid_is_reused_is_not_answered_for)
 
 	if (access(client[0], X_OK) != 0)
 		cr_skip_test("no python3 to connect from the cage");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
 	if (!may_take_a_pid())
 		cr_skip_test("not root: no clone3 set_tid to take a pid over");
 	world_setup(&W);
