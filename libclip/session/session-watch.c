@@ -269,6 +269,7 @@ clip_session_watch_read(int fd, struct clip_feed_event **ret, struct clip_error 
 	clip_assert_reterr(reterr);
 	clip_assert_return(fd >= 0 && ret, api_return(-EINVAL, reterr));
 
+	*ret = NULL;
 	untrusted_msg = malloc(WATCH_MSG_MAX + 1);
 	if (!untrusted_msg)
 		return api_return(-ENOMEM, reterr);
