@@ -143,7 +143,10 @@ wait_file "$base/gate/asked.1" && ok "the move up is asked" || not_ok "the move 
 expect 0 "status shows one question pending" -- ctl session status demo
 like "one question pending" "$out" '1 question pending'
 echo y >"$base/gate/answer.1"
-wait "$send_up" && ok "the move up is delivered" || not_ok "the move up is delivered: $(cat "$base/up.out")"
+if wait "$send_up"; then ok "the move up is delivered"; else
+	not_ok "the move up is delivered"
+	tap_diag "$(cat "$base/up.out")"
+fi
 expect 0 "high reads the document in its inbox" -- ctl session exec demo high -- cat /inbox/figures.txt
 [ "$out" = "quarterly figures" ] && ok "the document is intact" || not_ok "the document is intact (got: $out)"
 
@@ -160,7 +163,10 @@ pid_side_after=$(ctl cage list 2>/dev/null | awk '$1 == "demo.side" { print $3 }
 expect 0 "status after the restart" -- ctl session status demo
 like "side restarted once" "$out" '^  side  [^ ]+  running  .* 1 restart'
 echo y >"$base/gate/answer.2"
-wait "$send_down" && ok "the transfer in flight completes after the restart" || not_ok "the transfer in flight completes after the restart: $(cat "$base/down.out")"
+if wait "$send_down"; then ok "the transfer in flight completes after the restart"; else
+	not_ok "the transfer in flight completes after the restart"
+	tap_diag "$(cat "$base/down.out")"
+fi
 expect 0 "low holds the envelope" -- ctl session exec demo low -- sh -c 'grep -c SECRET /inbox/plans.txt; true'
 [ "$out" = 0 ] && ok "no plain text in low's inbox" || not_ok "no plain text in low's inbox ($out)"
 expect 0 "the core opens the envelope for low" -- ctl transfer open "$sd/inbox/low/plans.txt" --for low -o "$base/plans.txt"
