@@ -1,0 +1,2812 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The `clip` Python module: the public API of libclip for CPython.
+ *
+ * Built against the shared library only (dep_libclip, what
+ * `pkg-config libclip` gives an outside user): public headers, nothing
+ * internal. Every handle is owned by one Python object and freed by its
+ * close() (or the `with` block's end) and else by its deallocation; an
+ * object that needs another keeps a reference to it (a Cage to its
+ * Context, a Process to its cage), so that releasing them in any order
+ * never frees a handle in use. Errors raise clip.Error subclasses chosen
+ * by errno (errno_class()); doc/bindings.md has the table.
+ *
+ * Calls that may block (waiting for a cage, a process or the mediator,
+ * starting and spawning) release the GIL; the log callback takes it back.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <clip/audit.h>
+#include <clip/cage.h>
+#include <clip/ctx.h>
+#include <clip/exec.h>
+#include <clip/keys.h>
+#include <clip/label.h>
+#include <clip/level.h>
+#include <clip/transfer.h>
+
+/* ------------------------------------------------------------------------ */
+/* Exceptions */
+
+static PyObject *Error;
+static PyObject *InvalidError;
+static PyObject *PermissionDenied;
+static PyObject *NotFoundError;
+static PyObject *IntegrityError;
+static PyObject *NoKeyError;
+static PyObject *BusyError;
+static PyObject *BadFileError;
+static PyObject *UnsupportedError;
+static PyObject *StateError;
+static PyObject *ConnectError;
+static PyObject *TimeoutErr;
+static PyObject *ResourceError;
+static PyObject *TransferDenied;
+static PyObject *TransferFailed;
+
+/* The class of an errno; the table is in doc/bindings.md and clip.pyi. */
+static PyObject *errno_class(int e)
+{
+	switch (e) {
+	case EINVAL:
+	case E2BIG:
+	case ERANGE:
+	case ENAMETOOLONG:
+	case EILSEQ:
+		return InvalidError;
+	case EPERM:
+	case EACCES:
+	case EROFS:
+		return PermissionDenied;
+	case ENOENT:
+	case ENODATA:
+	case ESRCH:
+		return NotFoundError;
+	case EBADMSG:
+		return IntegrityError;
+	case ENOKEY:
+		return NoKeyError;
+	case EBUSY:
+	case EEXIST:
+	case ETXTBSY:
+		return BusyError;
+	case EBADF:
+	case EMEDIUMTYPE:
+	case EISDIR:
+	case ENOTDIR:
+	case ELOOP:
+		return BadFileError;
+	case EOPNOTSUPP:
+	case ENOSYS:
+	case ENODEV:
+		return UnsupportedError;
+	case ECHILD:
+		return StateError;
+	case ECONNREFUSED:
+	case ECONNRESET:
+	case EPIPE:
+		return ConnectError;
+	case ETIMEDOUT:
+	case EAGAIN:
+		return TimeoutErr;
+	case ENOMEM:
+	case ENOSPC:
+	case EDQUOT:
+	case EMFILE:
+	case ENFILE:
+	case EFBIG:
+		return ResourceError;
+	default:
+		return Error;
+	}
+}
+
+/* Raise the exception of a negative errno @r with @message (strerror when empty). */
+static PyObject *raise_errno_message(PyObject *cls, int r, const char *message, int offset)
+{
+	int e = r < 0 ? -r : r;
+	if (!cls)
+		cls = errno_class(e);
+	if (!message || !*message)
+		message = strerror(e);
+	PyObject *exc = PyObject_CallFunction(cls, "is", e, message);
+	if (!exc)
+		return NULL;
+	PyObject *off = offset >= 0 ? PyLong_FromLong(offset) : Py_NewRef(Py_None);
+	if (!off || PyObject_SetAttrString(exc, "offset", off) < 0) {
+		Py_XDECREF(off);
+		Py_DECREF(exc);
+		return NULL;
+	}
+	Py_DECREF(off);
+	PyErr_SetObject(cls, exc);
+	Py_DECREF(exc);
+	return NULL;
+}
+
+/* Raise for @r and free @err (which may be NULL). */
+static PyObject *raise_clip(int r, struct clip_error *err)
+{
+	raise_errno_message(NULL, r, clip_error_get_message(err), clip_error_get_offset(err));
+	clip_error_free(err);
+	return NULL;
+}
+
+static PyObject *raise_os(int e, const char *what, const char *name)
+{
+	char buf[512];
+	snprintf(buf, sizeof(buf), "%s '%s': %s", what, name, strerror(e));
+	return raise_errno_message(NULL, -e, buf, -1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Files: an int, an object with fileno(), or a path */
+
+/*
+ * The fd of @o: an int or an object with fileno() (borrowed, *owned = 0),
+ * or a path (str, bytes, os.PathLike) opened with @oflags (*owned = 1).
+ */
+static int file_fd(PyObject *o, int oflags, bool *owned)
+{
+	*owned = false;
+	if (PyLong_Check(o) || PyObject_HasAttrString(o, "fileno")) {
+		int fd = PyObject_AsFileDescriptor(o);
+		return fd;
+	}
+	PyObject *bytes = NULL;
+	if (!PyUnicode_FSConverter(o, &bytes))
+		return -1;
+	const char *path = PyBytes_AS_STRING(bytes);
+	int fd;
+	Py_BEGIN_ALLOW_THREADS
+	fd = open(path, oflags | O_CLOEXEC | O_NOCTTY);
+	Py_END_ALLOW_THREADS
+	if (fd < 0) {
+		raise_os(errno, "cannot open", path);
+		Py_DECREF(bytes);
+		return -1;
+	}
+	Py_DECREF(bytes);
+	*owned = true;
+	return fd;
+}
+
+static void file_done(int fd, bool owned)
+{
+	if (owned && fd >= 0)
+		close(fd);
+}
+
+/* A directory argument: None (-1), an fd, or a path opened O_DIRECTORY. */
+static int dir_fd(PyObject *o, bool *owned)
+{
+	*owned = false;
+	if (!o || o == Py_None)
+		return -1;
+	return file_fd(o, O_RDONLY | O_DIRECTORY, owned);
+}
+
+/* A string the library allocated, as str; frees it. */
+static PyObject *take_string(char *s)
+{
+	PyObject *o = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
+	free(s);
+	return o;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Level, Range, LevelNames */
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_level *level;
+} LevelObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_range *range;
+} RangeObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_level_names *names;
+} NamesObject;
+
+static PyTypeObject LevelType;
+static PyTypeObject RangeType;
+static PyTypeObject NamesType;
+
+/* Wrap @level (the reference is taken over). */
+static PyObject *level_wrap(struct clip_level *level)
+{
+	LevelObject *o = PyObject_New(LevelObject, &LevelType);
+	if (!o) {
+		clip_level_unref(level);
+		return NULL;
+	}
+	o->level = level;
+	return (PyObject *)o;
+}
+
+static int level_check(PyObject *o, const char *what)
+{
+	if (!PyObject_TypeCheck(o, &LevelType)) {
+		PyErr_Format(PyExc_TypeError, "%s must be a clip.Level, not %.100s", what,
+			     Py_TYPE(o)->tp_name);
+		return -1;
+	}
+	return 0;
+}
+
+static const struct clip_level_names *names_of(PyObject *o)
+{
+	if (!o || o == Py_None)
+		return NULL;
+	if (!PyObject_TypeCheck(o, &NamesType)) {
+		PyErr_Format(PyExc_TypeError, "names must be a clip.LevelNames, not %.100s",
+			     Py_TYPE(o)->tp_name);
+		return (const struct clip_level_names *)-1;
+	}
+	return ((NamesObject *)o)->names;
+}
+
+static PyObject *Level_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "level", "categories", NULL };
+	PyObject *first, *cats = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:Level", kwlist, &first, &cats))
+		return NULL;
+	struct clip_level *level = NULL;
+	struct clip_error *err = NULL;
+	int r;
+	if (PyUnicode_Check(first)) {
+		if (cats) {
+			PyErr_SetString(PyExc_TypeError,
+					"Level(text) takes no categories: write them in the text");
+			return NULL;
+		}
+		const char *text = PyUnicode_AsUTF8(first);
+		if (!text)
+			return NULL;
+		r = clip_level_parse(&level, text, &err);
+	} else if (PyLong_Check(first)) {
+		long s = PyLong_AsLong(first);
+		if (s == -1 && PyErr_Occurred())
+			return NULL;
+		if (s < 0 || s > CLIP_LEVEL_SENSITIVITY_MAX)
+			return raise_errno_message(InvalidError, -EINVAL,
+						   "sensitivity out of 0..15", -1);
+		PyObject *seq = cats ? PySequence_Fast(cats, "categories must be a sequence")
+				     : PyTuple_New(0);
+		if (!seq)
+			return NULL;
+		Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+		unsigned *c = PyMem_New(unsigned, n ? n : 1);
+		if (!c) {
+			Py_DECREF(seq);
+			return PyErr_NoMemory();
+		}
+		for (Py_ssize_t i = 0; i < n; i++) {
+			long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+			if (v == -1 && PyErr_Occurred()) {
+				PyMem_Free(c);
+				Py_DECREF(seq);
+				return NULL;
+			}
+			if (v < 0 || v > CLIP_LEVEL_CATEGORY_MAX) {
+				PyMem_Free(c);
+				Py_DECREF(seq);
+				return raise_errno_message(InvalidError, -EINVAL,
+							   "category out of 0..1023", -1);
+			}
+			c[i] = (unsigned)v;
+		}
+		r = clip_level_new(&level, (unsigned)s, c, (size_t)n);
+		PyMem_Free(c);
+		Py_DECREF(seq);
+	} else {
+		PyErr_Format(PyExc_TypeError, "Level() takes a str or a sensitivity, not %.100s",
+			     Py_TYPE(first)->tp_name);
+		return NULL;
+	}
+	if (r < 0)
+		return raise_clip(r, err);
+	LevelObject *o = (LevelObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_level_unref(level);
+		return NULL;
+	}
+	o->level = level;
+	return (PyObject *)o;
+}
+
+static void Level_dealloc(LevelObject *self)
+{
+	clip_level_unref(self->level);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Level_parse(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "text", "names", NULL };
+	const char *text;
+	PyObject *names_o = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|O:parse", kwlist, &text, &names_o))
+		return NULL;
+	const struct clip_level_names *names = names_of(names_o);
+	if (names == (const void *)-1)
+		return NULL;
+	struct clip_level *level = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_level_parse_name(&level, names, text, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return level_wrap(level);
+}
+
+static PyObject *Level_format(LevelObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "names", NULL };
+	PyObject *names_o = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:format", kwlist, &names_o))
+		return NULL;
+	const struct clip_level_names *names = names_of(names_o);
+	if (names == (const void *)-1)
+		return NULL;
+	char *s = NULL;
+	int r = clip_level_format_name(self->level, names, &s);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return take_string(s);
+}
+
+static PyObject *Level_str(LevelObject *self)
+{
+	char *s = NULL;
+	int r = clip_level_format(self->level, &s);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return take_string(s);
+}
+
+static PyObject *Level_repr(LevelObject *self)
+{
+	PyObject *s = Level_str(self);
+	if (!s)
+		return NULL;
+	PyObject *r = PyUnicode_FromFormat("clip.Level(%R)", s);
+	Py_DECREF(s);
+	return r;
+}
+
+static Py_hash_t Level_hash(LevelObject *self)
+{
+	/* Equal levels have the same canonical text. */
+	PyObject *s = Level_str(self);
+	if (!s)
+		return -1;
+	Py_hash_t h = PyObject_Hash(s);
+	Py_DECREF(s);
+	return h;
+}
+
+static PyObject *Level_richcompare(PyObject *a, PyObject *b, int op)
+{
+	if (!PyObject_TypeCheck(a, &LevelType) || !PyObject_TypeCheck(b, &LevelType))
+		Py_RETURN_NOTIMPLEMENTED;
+	int c = clip_level_compare(((LevelObject *)a)->level, ((LevelObject *)b)->level);
+	if (c < 0)
+		return raise_clip(c, NULL);
+	bool v;
+	switch (op) {
+	case Py_EQ:
+		v = c == CLIP_LEVEL_EQUAL;
+		break;
+	case Py_NE:
+		v = c != CLIP_LEVEL_EQUAL;
+		break;
+	case Py_GE:
+		v = c == CLIP_LEVEL_EQUAL || c == CLIP_LEVEL_DOMINATES;
+		break;
+	case Py_GT:
+		v = c == CLIP_LEVEL_DOMINATES;
+		break;
+	case Py_LE:
+		v = c == CLIP_LEVEL_EQUAL || c == CLIP_LEVEL_DOMINATED;
+		break;
+	case Py_LT:
+		v = c == CLIP_LEVEL_DOMINATED;
+		break;
+	default:
+		Py_RETURN_NOTIMPLEMENTED;
+	}
+	return PyBool_FromLong(v);
+}
+
+static PyObject *Level_compare(LevelObject *self, PyObject *other)
+{
+	if (level_check(other, "other") < 0)
+		return NULL;
+	int c = clip_level_compare(self->level, ((LevelObject *)other)->level);
+	if (c < 0)
+		return raise_clip(c, NULL);
+	return PyLong_FromLong(c);
+}
+
+static PyObject *Level_dominates(LevelObject *self, PyObject *other)
+{
+	if (level_check(other, "other") < 0)
+		return NULL;
+	int c = clip_level_dominates(self->level, ((LevelObject *)other)->level);
+	if (c < 0)
+		return raise_clip(c, NULL);
+	return PyBool_FromLong(c);
+}
+
+static PyObject *level_binop(PyObject *a, PyObject *b, bool join)
+{
+	if (!PyObject_TypeCheck(a, &LevelType) || !PyObject_TypeCheck(b, &LevelType))
+		Py_RETURN_NOTIMPLEMENTED;
+	struct clip_level *l = NULL;
+	int r = join ? clip_level_join(&l, ((LevelObject *)a)->level, ((LevelObject *)b)->level)
+		     : clip_level_meet(&l, ((LevelObject *)a)->level, ((LevelObject *)b)->level);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return level_wrap(l);
+}
+
+static PyObject *Level_join(PyObject *self, PyObject *other)
+{
+	if (level_check(other, "other") < 0)
+		return NULL;
+	return level_binop(self, other, true);
+}
+
+static PyObject *Level_meet(PyObject *self, PyObject *other)
+{
+	if (level_check(other, "other") < 0)
+		return NULL;
+	return level_binop(self, other, false);
+}
+
+static PyObject *Level_or(PyObject *a, PyObject *b)
+{
+	return level_binop(a, b, true);
+}
+
+static PyObject *Level_and(PyObject *a, PyObject *b)
+{
+	return level_binop(a, b, false);
+}
+
+static int Level_contains(LevelObject *self, PyObject *cat)
+{
+	long c = PyLong_AsLong(cat);
+	if (c == -1 && PyErr_Occurred())
+		return -1;
+	if (c < 0 || c > CLIP_LEVEL_CATEGORY_MAX)
+		return 0;
+	int r = clip_level_has_category(self->level, (unsigned)c);
+	if (r < 0) {
+		raise_clip(r, NULL);
+		return -1;
+	}
+	return r;
+}
+
+static PyObject *Level_get_sensitivity(LevelObject *self, void *closure)
+{
+	return PyLong_FromLong(clip_level_get_sensitivity(self->level));
+}
+
+static PyObject *Level_get_categories(LevelObject *self, void *closure)
+{
+	PyObject *list = PyList_New(0);
+	if (!list)
+		return NULL;
+	for (unsigned c = 0; c <= CLIP_LEVEL_CATEGORY_MAX; c++) {
+		if (clip_level_has_category(self->level, c) != 1)
+			continue;
+		PyObject *v = PyLong_FromUnsignedLong(c);
+		if (!v || PyList_Append(list, v) < 0) {
+			Py_XDECREF(v);
+			Py_DECREF(list);
+			return NULL;
+		}
+		Py_DECREF(v);
+	}
+	PyObject *t = PyList_AsTuple(list);
+	Py_DECREF(list);
+	return t;
+}
+
+static PyObject *Level_reduce(LevelObject *self, PyObject *unused)
+{
+	PyObject *s = Level_str(self);
+	if (!s)
+		return NULL;
+	return Py_BuildValue("O(N)", (PyObject *)Py_TYPE(self), s);
+}
+
+static PyMethodDef Level_methods[] = {
+	{ "parse", (PyCFunction)(void (*)(void))Level_parse, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+	  "parse(text, names=None) -> Level: a level in MCS syntax, or a name of @names." },
+	{ "format", (PyCFunction)(void (*)(void))Level_format, METH_VARARGS | METH_KEYWORDS,
+	  "format(names=None) -> str: the level's name in @names, else its canonical text." },
+	{ "compare", (PyCFunction)Level_compare, METH_O,
+	  "compare(other) -> int: LEVEL_EQUAL, LEVEL_DOMINATES, LEVEL_DOMINATED or "
+	  "LEVEL_INCOMPARABLE." },
+	{ "dominates", (PyCFunction)Level_dominates, METH_O,
+	  "dominates(other) -> bool: whether self dominates or equals other (also self >= other)." },
+	{ "join", (PyCFunction)Level_join, METH_O,
+	  "join(other) -> Level: the least upper bound (also self | other)." },
+	{ "meet", (PyCFunction)Level_meet, METH_O,
+	  "meet(other) -> Level: the greatest lower bound (also self & other)." },
+	{ "__reduce__", (PyCFunction)Level_reduce, METH_NOARGS, NULL },
+	{ NULL }
+};
+
+static PyGetSetDef Level_getset[] = {
+	{ "sensitivity", (getter)Level_get_sensitivity, NULL, "the sensitivity, 0 to 15", NULL },
+	{ "categories", (getter)Level_get_categories, NULL, "the categories, ascending (a tuple)",
+	  NULL },
+	{ NULL }
+};
+
+static PyNumberMethods Level_as_number = {
+	.nb_or = Level_or,
+	.nb_and = Level_and,
+};
+
+static PySequenceMethods Level_as_sequence = {
+	.sq_contains = (objobjproc)Level_contains,
+};
+
+static PyTypeObject LevelType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Level",
+	.tp_basicsize = sizeof(LevelObject),
+	.tp_dealloc = (destructor)Level_dealloc,
+	.tp_repr = (reprfunc)Level_repr,
+	.tp_str = (reprfunc)Level_str,
+	.tp_hash = (hashfunc)Level_hash,
+	.tp_richcompare = Level_richcompare,
+	.tp_as_number = &Level_as_number,
+	.tp_as_sequence = &Level_as_sequence,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Level(text) or Level(sensitivity, categories=()): a confidentiality level.\n\n"
+		  "Compared in the dominance order: a >= b when a dominates b, == when equal;\n"
+		  "two incomparable levels are neither <= nor >=. `c in level` tests a category.",
+	.tp_methods = Level_methods,
+	.tp_getset = Level_getset,
+	.tp_new = Level_new,
+};
+
+static PyObject *Range_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "low", "high", NULL };
+	PyObject *low, *high = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:Range", kwlist, &low, &high))
+		return NULL;
+	struct clip_range *range = NULL;
+	struct clip_error *err = NULL;
+	int r;
+	if (PyUnicode_Check(low) && !high) {
+		const char *text = PyUnicode_AsUTF8(low);
+		if (!text)
+			return NULL;
+		r = clip_range_parse(&range, text, &err);
+	} else {
+		if (!high)
+			high = low;
+		if (level_check(low, "low") < 0 || level_check(high, "high") < 0)
+			return NULL;
+		r = clip_range_new(&range, ((LevelObject *)low)->level,
+				   ((LevelObject *)high)->level);
+		if (r == -EINVAL)
+			return raise_errno_message(InvalidError, r,
+						   "the range's high level does not dominate its low one",
+						   -1);
+	}
+	if (r < 0)
+		return raise_clip(r, err);
+	RangeObject *o = (RangeObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_range_unref(range);
+		return NULL;
+	}
+	o->range = range;
+	return (PyObject *)o;
+}
+
+static void Range_dealloc(RangeObject *self)
+{
+	clip_range_unref(self->range);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Range_str(RangeObject *self)
+{
+	char *s = NULL;
+	int r = clip_range_format(self->range, &s);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return take_string(s);
+}
+
+static PyObject *Range_repr(RangeObject *self)
+{
+	PyObject *s = Range_str(self);
+	if (!s)
+		return NULL;
+	PyObject *r = PyUnicode_FromFormat("clip.Range(%R)", s);
+	Py_DECREF(s);
+	return r;
+}
+
+static PyObject *range_bound(RangeObject *self, bool high)
+{
+	const struct clip_level *l = high ? clip_range_get_high(self->range)
+					  : clip_range_get_low(self->range);
+	return level_wrap(clip_level_ref((struct clip_level *)l));
+}
+
+static PyObject *Range_get_low(RangeObject *self, void *closure)
+{
+	return range_bound(self, false);
+}
+
+static PyObject *Range_get_high(RangeObject *self, void *closure)
+{
+	return range_bound(self, true);
+}
+
+static int Range_contains(RangeObject *self, PyObject *level)
+{
+	if (level_check(level, "the level") < 0)
+		return -1;
+	int r = clip_range_contains(self->range, ((LevelObject *)level)->level);
+	if (r < 0) {
+		raise_clip(r, NULL);
+		return -1;
+	}
+	return r;
+}
+
+static PyObject *Range_richcompare(PyObject *a, PyObject *b, int op)
+{
+	if (!PyObject_TypeCheck(a, &RangeType) || !PyObject_TypeCheck(b, &RangeType) ||
+	    (op != Py_EQ && op != Py_NE))
+		Py_RETURN_NOTIMPLEMENTED;
+	const struct clip_range *x = ((RangeObject *)a)->range, *y = ((RangeObject *)b)->range;
+	int lo = clip_level_equal(clip_range_get_low(x), clip_range_get_low(y));
+	int hi = clip_level_equal(clip_range_get_high(x), clip_range_get_high(y));
+	return PyBool_FromLong((lo == 1 && hi == 1) == (op == Py_EQ));
+}
+
+static PyGetSetDef Range_getset[] = {
+	{ "low", (getter)Range_get_low, NULL, "the low level", NULL },
+	{ "high", (getter)Range_get_high, NULL, "the high level", NULL },
+	{ NULL }
+};
+
+static PySequenceMethods Range_as_sequence = {
+	.sq_contains = (objobjproc)Range_contains,
+};
+
+static PyTypeObject RangeType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Range",
+	.tp_basicsize = sizeof(RangeObject),
+	.tp_dealloc = (destructor)Range_dealloc,
+	.tp_repr = (reprfunc)Range_repr,
+	.tp_str = (reprfunc)Range_str,
+	.tp_hash = PyObject_HashNotImplemented,
+	.tp_richcompare = Range_richcompare,
+	.tp_as_sequence = &Range_as_sequence,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Range(text) or Range(low, high): a clearance; `level in range` when high\n"
+		  "dominates level and level dominates low.",
+	.tp_getset = Range_getset,
+	.tp_new = Range_new,
+};
+
+static PyObject *Names_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "text", NULL };
+	const char *text;
+	Py_ssize_t size;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#:LevelNames", kwlist, &text, &size))
+		return NULL;
+	struct clip_level_names *names = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_level_names_parse(&names, text, (size_t)size, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	NamesObject *o = (NamesObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_level_names_unref(names);
+		return NULL;
+	}
+	o->names = names;
+	return (PyObject *)o;
+}
+
+static void Names_dealloc(NamesObject *self)
+{
+	clip_level_names_unref(self->names);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Names_parse(NamesObject *self, PyObject *args)
+{
+	const char *text;
+	if (!PyArg_ParseTuple(args, "s:parse", &text))
+		return NULL;
+	struct clip_level *level = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_level_parse_name(&level, self->names, text, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return level_wrap(level);
+}
+
+static PyObject *Names_format(NamesObject *self, PyObject *level)
+{
+	if (level_check(level, "level") < 0)
+		return NULL;
+	char *s = NULL;
+	int r = clip_level_format_name(((LevelObject *)level)->level, self->names, &s);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return take_string(s);
+}
+
+static PyMethodDef Names_methods[] = {
+	{ "parse", (PyCFunction)Names_parse, METH_VARARGS,
+	  "parse(text) -> Level: a name of the table, or a level in MCS syntax." },
+	{ "format", (PyCFunction)Names_format, METH_O,
+	  "format(level) -> str: the level's name, or its canonical text when it has none." },
+	{ NULL }
+};
+
+static PyTypeObject NamesType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.LevelNames",
+	.tp_basicsize = sizeof(NamesObject),
+	.tp_dealloc = (destructor)Names_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "LevelNames(text): a translation table in the style of setrans.conf\n"
+		  "(\"LEVEL=NAME\" lines).",
+	.tp_methods = Names_methods,
+	.tp_new = Names_new,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Context */
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_ctx *ctx;
+	PyObject *log; /* a callable(priority, message), a logging.Logger, or NULL */
+	bool log_is_logger;
+} ContextObject;
+
+static PyTypeObject ContextType;
+
+static int syslog_to_logging(int priority)
+{
+	if (priority <= 2)
+		return 50; /* CRITICAL */
+	if (priority == 3)
+		return 40; /* ERROR */
+	if (priority == 4)
+		return 30; /* WARNING */
+	if (priority <= 6)
+		return 20; /* INFO: notice and info */
+	return 10; /* DEBUG */
+}
+
+static void log_callback(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	ContextObject *self = userdata;
+	PyGILState_STATE gil = PyGILState_Ensure();
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	if (self->log) {
+		PyObject *r = self->log_is_logger
+				      ? PyObject_CallMethod(self->log, "log", "is",
+							    syslog_to_logging(priority), message)
+				      : PyObject_CallFunction(self->log, "is", priority, message);
+		if (!r)
+			PyErr_WriteUnraisable(self->log);
+		Py_XDECREF(r);
+	}
+	PyErr_Restore(type, value, tb);
+	PyGILState_Release(gil);
+}
+
+/* Set the handler: None = logging.getLogger("clip"), False = nothing. */
+static int context_set_log(ContextObject *self, PyObject *log)
+{
+	PyObject *target = NULL;
+	bool is_logger = false;
+	if (!log || log == Py_None) {
+		PyObject *logging = PyImport_ImportModule("logging");
+		if (!logging)
+			return -1;
+		target = PyObject_CallMethod(logging, "getLogger", "s", "clip");
+		Py_DECREF(logging);
+		if (!target)
+			return -1;
+		is_logger = true;
+	} else if (log == Py_False) {
+		target = NULL;
+	} else if (PyCallable_Check(log)) {
+		target = Py_NewRef(log);
+	} else if (PyObject_HasAttrString(log, "log")) {
+		target = Py_NewRef(log);
+		is_logger = true;
+	} else {
+		PyErr_SetString(PyExc_TypeError,
+				"log must be a callable(priority, message), a logging.Logger, None "
+				"or False");
+		return -1;
+	}
+	int r = clip_ctx_set_log_fn(self->ctx, target ? log_callback : NULL,
+				    target ? self : NULL);
+	if (r < 0) {
+		Py_XDECREF(target);
+		raise_clip(r, NULL);
+		return -1;
+	}
+	Py_XSETREF(self->log, target);
+	self->log_is_logger = is_logger;
+	return 0;
+}
+
+static PyObject *Context_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	ContextObject *self = (ContextObject *)type->tp_alloc(type, 0);
+	if (!self)
+		return NULL;
+	int r = clip_ctx_new(&self->ctx);
+	if (r < 0) {
+		Py_DECREF(self);
+		return raise_clip(r, NULL);
+	}
+	return (PyObject *)self;
+}
+
+static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "state_dir", "key_provider", "log", "log_priority", "cage_mode",
+				  NULL };
+	PyObject *state_dir = NULL, *log = NULL;
+	const char *provider = NULL;
+	int priority = -1, mode = -1;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O&zOii:Context", kwlist,
+					 PyUnicode_FSConverter, &state_dir, &provider, &log,
+					 &priority, &mode))
+		return -1;
+	int r = 0;
+	if (state_dir) {
+		r = clip_ctx_set_state_dir(self->ctx, PyBytes_AS_STRING(state_dir));
+		if (r < 0) {
+			PyObject *msg = PyUnicode_FromFormat(
+				"state directory '%s' must be an absolute path shorter than PATH_MAX",
+				PyBytes_AS_STRING(state_dir));
+			Py_DECREF(state_dir);
+			if (msg) {
+				raise_errno_message(NULL, r, PyUnicode_AsUTF8(msg), -1);
+				Py_DECREF(msg);
+			}
+			return -1;
+		}
+		Py_DECREF(state_dir);
+	}
+	if (provider && (r = clip_ctx_set_key_provider(self->ctx, provider)) < 0) {
+		char buf[128];
+		snprintf(buf, sizeof(buf), "unknown key provider '%.64s'", provider);
+		raise_errno_message(NULL, r, buf, -1);
+		return -1;
+	}
+	if (priority >= 0 && (r = clip_ctx_set_log_priority(self->ctx, priority)) < 0) {
+		raise_errno_message(NULL, r, "log_priority must be 0 (LOG_EMERG) to 7 (LOG_DEBUG)",
+				    -1);
+		return -1;
+	}
+	if (priority < -1) {
+		raise_errno_message(NULL, -EINVAL,
+				    "log_priority must be 0 (LOG_EMERG) to 7 (LOG_DEBUG)", -1);
+		return -1;
+	}
+	if (mode >= 0 && (r = clip_ctx_set_cage_mode(self->ctx, mode)) < 0) {
+		raise_errno_message(NULL, r, "cage_mode must be CAGE_MODE_AUTO, _ROOT or _ROOTLESS",
+				    -1);
+		return -1;
+	}
+	return context_set_log(self, log);
+}
+
+static int Context_traverse(ContextObject *self, visitproc visit, void *arg)
+{
+	Py_VISIT(self->log);
+	return 0;
+}
+
+static int Context_clear(ContextObject *self)
+{
+	if (self->ctx)
+		clip_ctx_set_log_fn(self->ctx, NULL, NULL);
+	Py_CLEAR(self->log);
+	return 0;
+}
+
+static void Context_dealloc(ContextObject *self)
+{
+	PyObject_GC_UnTrack(self);
+	Context_clear(self);
+	clip_ctx_unref(self->ctx);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Context_get_state_dir(ContextObject *self, void *closure)
+{
+	const char *s = clip_ctx_get_state_dir(self->ctx);
+	if (!s)
+		return raise_clip(-EINVAL, NULL);
+	return PyUnicode_DecodeFSDefault(s);
+}
+
+static PyObject *Context_get_key_provider(ContextObject *self, void *closure)
+{
+	const char *s = clip_ctx_get_key_provider(self->ctx);
+	if (!s)
+		return raise_clip(-EINVAL, NULL);
+	return PyUnicode_FromString(s);
+}
+
+static PyObject *Context_get_log_priority(ContextObject *self, void *closure)
+{
+	int r = clip_ctx_get_log_priority(self->ctx);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return PyLong_FromLong(r);
+}
+
+static PyObject *Context_get_cage_mode(ContextObject *self, void *closure)
+{
+	int r = clip_ctx_get_cage_mode(self->ctx);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return PyLong_FromLong(r);
+}
+
+static PyGetSetDef Context_getset[] = {
+	{ "state_dir", (getter)Context_get_state_dir, NULL, "the state directory", NULL },
+	{ "key_provider", (getter)Context_get_key_provider, NULL,
+	  "the key provider's name (\"file\", \"tpm\")", NULL },
+	{ "log_priority", (getter)Context_get_log_priority, NULL,
+	  "the highest syslog priority passed to the log handler", NULL },
+	{ "cage_mode", (getter)Context_get_cage_mode, NULL,
+	  "CAGE_MODE_ROOT or CAGE_MODE_ROOTLESS (decided on first use)", NULL },
+	{ NULL }
+};
+
+static int label_flags(int rootless)
+{
+	return rootless ? CLIP_LABEL_ROOTLESS : 0;
+}
+
+static PyObject *Context_label_set(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "file", "level", "rootless", NULL };
+	PyObject *file, *level;
+	int rootless = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$p:label_set", kwlist, &file, &level,
+					 &rootless))
+		return NULL;
+	if (level_check(level, "level") < 0)
+		return NULL;
+	bool owned;
+	int fd = file_fd(file, O_RDONLY, &owned);
+	if (fd < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_label_set(self->ctx, fd, ((LevelObject *)level)->level,
+			       label_flags(rootless), &err);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Context_label_get(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "file", "rootless", NULL };
+	PyObject *file;
+	int rootless = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$p:label_get", kwlist, &file, &rootless))
+		return NULL;
+	bool owned;
+	int fd = file_fd(file, O_RDONLY, &owned);
+	if (fd < 0)
+		return NULL;
+	struct clip_level *level = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_label_get(self->ctx, fd, label_flags(rootless), &level, &err);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	return level_wrap(level);
+}
+
+static PyObject *label_simple(ContextObject *self, PyObject *args, PyObject *kwds, bool remove)
+{
+	static char *kwlist[] = { "file", "rootless", NULL };
+	PyObject *file;
+	int rootless = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$p", kwlist, &file, &rootless))
+		return NULL;
+	bool owned;
+	int fd = file_fd(file, O_RDONLY, &owned);
+	if (fd < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = remove ? clip_label_remove(self->ctx, fd, label_flags(rootless), &err)
+		       : clip_label_verify(self->ctx, fd, label_flags(rootless), &err);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Context_label_verify(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	return label_simple(self, args, kwds, false);
+}
+
+static PyObject *Context_label_remove(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	return label_simple(self, args, kwds, true);
+}
+
+static PyObject *Context_exec_check_support(ContextObject *self, PyObject *unused)
+{
+	int r = clip_exec_check_support(self->ctx);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return PyLong_FromLong(r);
+}
+
+static PyObject *Context_exec_check(ContextObject *self, PyObject *file)
+{
+	bool owned;
+	int fd = file_fd(file, O_PATH, &owned);
+	if (fd < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_exec_check_fd(self->ctx, fd, &err);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Context_exec_may_run_file(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "file", "name", "flags", NULL };
+	PyObject *file;
+	const char *name = NULL;
+	unsigned flags = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zI:exec_may_run_file", kwlist, &file,
+					 &name, &flags))
+		return NULL;
+	bool owned;
+	int fd = file_fd(file, O_RDONLY, &owned);
+	if (fd < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_exec_may_run_file(self->ctx, fd, name, flags, &err);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	return PyBool_FromLong(r == 0);
+}
+
+static PyObject *Context_exec_may_run_interactive(ContextObject *self, PyObject *args,
+						  PyObject *kwds)
+{
+	static char *kwlist[] = { "file", "what", "flags", NULL };
+	PyObject *file = Py_None;
+	const char *what = NULL;
+	unsigned flags = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OzI:exec_may_run_interactive", kwlist,
+					 &file, &what, &flags))
+		return NULL;
+	bool owned = false;
+	int fd = -1;
+	if (file != Py_None && (fd = file_fd(file, O_RDONLY, &owned)) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_exec_may_run_interactive(self->ctx, fd, what, flags, &err);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	return PyBool_FromLong(r == 0);
+}
+
+static PyObject *Context_exec_open(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "path", "flags", "dir_fd", NULL };
+	PyObject *path, *dir = Py_None;
+	unsigned flags = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|I$O:exec_open", kwlist,
+					 PyUnicode_FSConverter, &path, &flags, &dir))
+		return NULL;
+	bool owned;
+	int dfd = dir == Py_None ? AT_FDCWD : dir_fd(dir, &owned);
+	if (dir != Py_None && dfd < 0) {
+		Py_DECREF(path);
+		return NULL;
+	}
+	struct clip_error *err = NULL;
+	int r = clip_exec_open(self->ctx, dfd, PyBytes_AS_STRING(path), flags, &err);
+	Py_DECREF(path);
+	if (dir != Py_None)
+		file_done(dfd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	return PyLong_FromLong(r);
+}
+
+static PyObject *Context_exec_allow_tree(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "path", "flags", NULL };
+	PyObject *path;
+	unsigned flags = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|I:exec_allow_tree", kwlist,
+					 PyUnicode_FSConverter, &path, &flags))
+		return NULL;
+	struct clip_exec_tree_stats st = { .size = sizeof(st) };
+	struct clip_error *err = NULL;
+	int r = clip_exec_allow_tree(self->ctx, AT_FDCWD, PyBytes_AS_STRING(path), flags, &st,
+				     &err);
+	Py_DECREF(path);
+	if (r < 0)
+		return raise_clip(r, err);
+	return Py_BuildValue("O{sKsKsKsKsK}", r == 0 ? Py_True : Py_False, "files",
+			     (unsigned long long)st.files, "changed", (unsigned long long)st.changed,
+			     "unsafe", (unsigned long long)st.unsafe, "noexec",
+			     (unsigned long long)st.noexec, "mounts", (unsigned long long)st.mounts);
+}
+
+static PyObject *Context_get_securebits(ContextObject *self, PyObject *unused)
+{
+	unsigned bits = 0;
+	int r = clip_exec_get_securebits(self->ctx, &bits);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return PyLong_FromUnsignedLong(bits);
+}
+
+static PyObject *Context_set_securebits(ContextObject *self, PyObject *args)
+{
+	unsigned bits;
+	if (!PyArg_ParseTuple(args, "I:set_securebits", &bits))
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_exec_set_securebits(self->ctx, bits, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Context_open_envelope(ContextObject *self, PyObject *args)
+{
+	const char *target;
+	PyObject *in, *out;
+	if (!PyArg_ParseTuple(args, "sOO:open_envelope", &target, &in, &out))
+		return NULL;
+	bool in_owned, out_owned;
+	int in_fd = file_fd(in, O_RDONLY, &in_owned);
+	if (in_fd < 0)
+		return NULL;
+	int out_fd = file_fd(out, O_WRONLY | O_CREAT | O_EXCL, &out_owned);
+	if (out_fd < 0) {
+		file_done(in_fd, in_owned);
+		return NULL;
+	}
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = clip_transfer_open_envelope(self->ctx, target, in_fd, out_fd, &err);
+	Py_END_ALLOW_THREADS
+	file_done(in_fd, in_owned);
+	file_done(out_fd, out_owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+/* Audit: verify, check and show share one walk. */
+static int audit_record(const char *record, void *userdata)
+{
+	PyObject *list = userdata;
+	PyObject *s = PyUnicode_FromString(record);
+	if (!s || PyList_Append(list, s) < 0) {
+		Py_XDECREF(s);
+		return -ENOMEM;
+	}
+	Py_DECREF(s);
+	return 0;
+}
+
+/* mode 0: verify -> count; 1: show -> records; 2: check -> (count, warnings) */
+static PyObject *audit_walk(ContextObject *self, PyObject *args, PyObject *kwds, int mode)
+{
+	static char *kwlist[] = { "dir", "name", NULL };
+	PyObject *dir = Py_None;
+	const char *name = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Oz", kwlist, &dir, &name))
+		return NULL;
+	bool owned;
+	int dfd = dir_fd(dir, &owned);
+	if (dir != Py_None && dfd < 0)
+		return NULL;
+	PyObject *list = mode == 1 ? PyList_New(0) : NULL;
+	if (mode == 1 && !list) {
+		file_done(dfd, owned);
+		return NULL;
+	}
+	uint64_t count = 0;
+	unsigned warnings = 0;
+	struct clip_error *err = NULL;
+	int r = mode == 2 ? clip_audit_check(self->ctx, dfd, name, NULL, NULL, &count, &warnings,
+					     &err)
+			  : clip_audit_verify(self->ctx, dfd, name, list ? audit_record : NULL,
+					      list, &count, &err);
+	file_done(dfd, owned);
+	if (r < 0) {
+		Py_XDECREF(list);
+		if (PyErr_Occurred()) {
+			clip_error_free(err);
+			return NULL;
+		}
+		return raise_clip(r, err);
+	}
+	if (mode == 1)
+		return list;
+	if (mode == 2)
+		return Py_BuildValue("KI", (unsigned long long)count, warnings);
+	return PyLong_FromUnsignedLongLong(count);
+}
+
+static PyObject *Context_audit_verify(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	return audit_walk(self, args, kwds, 0);
+}
+
+static PyObject *Context_audit_show(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	return audit_walk(self, args, kwds, 1);
+}
+
+static PyObject *Context_audit_check(ContextObject *self, PyObject *args, PyObject *kwds)
+{
+	return audit_walk(self, args, kwds, 2);
+}
+
+static PyObject *Context_enter(PyObject *self, PyObject *unused)
+{
+	return Py_NewRef(self);
+}
+
+static PyObject *Context_exit(PyObject *self, PyObject *args)
+{
+	Py_RETURN_FALSE;
+}
+
+#define KW(f) (PyCFunction)(void (*)(void))(f), METH_VARARGS | METH_KEYWORDS
+
+static PyMethodDef Context_methods[] = {
+	{ "label_set", KW(Context_label_set),
+	  "label_set(file, level, *, rootless=False): label a file (a path, an fd or a file "
+	  "object)." },
+	{ "label_get", KW(Context_label_get),
+	  "label_get(file, *, rootless=False) -> Level: read and verify a file's label." },
+	{ "label_verify", KW(Context_label_verify),
+	  "label_verify(file, *, rootless=False): raise unless the file's label is valid." },
+	{ "label_remove", KW(Context_label_remove),
+	  "label_remove(file, *, rootless=False): remove a file's label." },
+	{ "exec_check_support", (PyCFunction)Context_exec_check_support, METH_NOARGS,
+	  "exec_check_support() -> int: EXEC_CHECK_NATIVE or EXEC_CHECK_DEGRADED." },
+	{ "exec_check", (PyCFunction)Context_exec_check, METH_O,
+	  "exec_check(file): raise unless the kernel would execute the file." },
+	{ "exec_may_run_file", KW(Context_exec_may_run_file),
+	  "exec_may_run_file(file, name=None, flags=0) -> bool: True when the check passed, "
+	  "False when it failed but nothing enforces it; raises when refused." },
+	{ "exec_may_run_interactive", KW(Context_exec_may_run_interactive),
+	  "exec_may_run_interactive(file=None, what=None, flags=0) -> bool: as "
+	  "exec_may_run_file, for code that is not a file (None: given on the command line)." },
+	{ "exec_open", KW(Context_exec_open),
+	  "exec_open(path, flags=0, *, dir_fd=None) -> int: open a file to interpret and decide; "
+	  "the caller owns (and closes) the returned fd." },
+	{ "exec_allow_tree", KW(Context_exec_allow_tree),
+	  "exec_allow_tree(path, flags=0) -> (bool, dict): make a library tree pass the check "
+	  "(EXEC_TREE_CHECK: only say whether it does)." },
+	{ "get_securebits", (PyCFunction)Context_get_securebits, METH_NOARGS,
+	  "get_securebits() -> int: the exec securebits of the calling thread." },
+	{ "set_securebits", (PyCFunction)Context_set_securebits, METH_VARARGS,
+	  "set_securebits(bits): add exec securebits and locks (never removed)." },
+	{ "open_envelope", (PyCFunction)Context_open_envelope, METH_VARARGS,
+	  "open_envelope(target, infile, outfile): decrypt an envelope delivered to target." },
+	{ "audit_verify", KW(Context_audit_verify),
+	  "audit_verify(dir=None, name=None) -> int: verify an audit log; the record count." },
+	{ "audit_show", KW(Context_audit_show),
+	  "audit_show(dir=None, name=None) -> list[str]: the verified records." },
+	{ "audit_check", KW(Context_audit_check),
+	  "audit_check(dir=None, name=None) -> (int, int): the count and AUDIT_WARN_* flags." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", Context_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyTypeObject ContextType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Context",
+	.tp_basicsize = sizeof(ContextObject),
+	.tp_dealloc = (destructor)Context_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+	.tp_doc = "Context(*, state_dir=None, key_provider=None, log=None, log_priority=None,\n"
+		  "        cage_mode=None): a library context.\n\n"
+		  "log: None sends the library's messages to logging.getLogger('clip'), False\n"
+		  "drops them, a callable is called with (syslog priority, message), an object\n"
+		  "with a log() method (a logging.Logger) gets log(level, message).",
+	.tp_traverse = (traverseproc)Context_traverse,
+	.tp_clear = (inquiry)Context_clear,
+	.tp_methods = Context_methods,
+	.tp_getset = Context_getset,
+	.tp_init = (initproc)Context_init,
+	.tp_new = Context_new,
+};
+
+static int context_check(PyObject *o)
+{
+	if (!PyObject_TypeCheck(o, &ContextType)) {
+		PyErr_Format(PyExc_TypeError, "ctx must be a clip.Context, not %.100s",
+			     Py_TYPE(o)->tp_name);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* AuditLog */
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_audit *audit;
+	PyObject *ctx;
+} AuditObject;
+
+static PyTypeObject AuditType;
+
+static PyObject *Audit_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "ctx", "dir", "name", "syslog", NULL };
+	PyObject *ctx, *dir = Py_None;
+	const char *name = NULL;
+	int use_syslog = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Oz$p:AuditLog", kwlist, &ctx, &dir, &name,
+					 &use_syslog))
+		return NULL;
+	if (context_check(ctx) < 0)
+		return NULL;
+	bool owned;
+	int dfd = dir_fd(dir, &owned);
+	if (dir != Py_None && dfd < 0)
+		return NULL;
+	struct clip_audit *audit = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_audit_open(&audit, ((ContextObject *)ctx)->ctx, dfd, name,
+				use_syslog ? CLIP_AUDIT_SYSLOG : 0, &err);
+	file_done(dfd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	AuditObject *o = (AuditObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_audit_unref(audit);
+		return NULL;
+	}
+	o->audit = audit;
+	o->ctx = Py_NewRef(ctx);
+	return (PyObject *)o;
+}
+
+static PyObject *Audit_close(AuditObject *self, PyObject *unused)
+{
+	self->audit = clip_audit_unref(self->audit);
+	Py_RETURN_NONE;
+}
+
+static void Audit_dealloc(AuditObject *self)
+{
+	clip_audit_unref(self->audit);
+	Py_XDECREF(self->ctx);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Audit_append(AuditObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "event", "source", "source_level", "target", "target_level",
+				  "name", "length", "sha256", "decision", "decided_by", "reason",
+				  NULL };
+	struct clip_audit_entry e = { .size = sizeof(e) };
+	unsigned long long length = 0;
+	const char *sha = NULL;
+	Py_ssize_t sha_len = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$zzzzzzKy#zzz:append", kwlist, &e.event,
+					 &e.source, &e.source_level, &e.target, &e.target_level,
+					 &e.name, &length, &sha, &sha_len, &e.decision,
+					 &e.decided_by, &e.reason))
+		return NULL;
+	if (!self->audit)
+		return raise_errno_message(StateError, -ECHILD, "the audit log is closed", -1);
+	if (sha && sha_len != 32)
+		return raise_errno_message(InvalidError, -EINVAL, "sha256 must be 32 bytes", -1);
+	e.length = length;
+	e.sha256 = (const uint8_t *)sha;
+	struct clip_error *err = NULL;
+	int r = clip_audit_append(self->audit, &e, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Audit_exit(AuditObject *self, PyObject *args)
+{
+	self->audit = clip_audit_unref(self->audit);
+	Py_RETURN_FALSE;
+}
+
+static PyMethodDef Audit_methods[] = {
+	{ "append", KW(Audit_append),
+	  "append(*, event=, source=, ..., reason=): append one record, on disk before "
+	  "returning." },
+	{ "close", (PyCFunction)Audit_close, METH_NOARGS, "close(): release the log." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)Audit_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyTypeObject AuditType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.AuditLog",
+	.tp_basicsize = sizeof(AuditObject),
+	.tp_dealloc = (destructor)Audit_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "AuditLog(ctx, dir=None, name=None, *, syslog=False): an audit log open for "
+		  "appending.",
+	.tp_methods = Audit_methods,
+	.tp_new = Audit_new,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Profile */
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_cage_profile *profile;
+} ProfileObject;
+
+static PyTypeObject ProfileType;
+
+static PyObject *profile_wrap(PyTypeObject *type, struct clip_cage_profile *p)
+{
+	ProfileObject *o = (ProfileObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_cage_profile_unref(p);
+		return NULL;
+	}
+	o->profile = p;
+	return (PyObject *)o;
+}
+
+static PyObject *Profile_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "name", NULL };
+	const char *name;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "s:Profile", kwlist, &name))
+		return NULL;
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_cage_profile_new(&p, name, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return profile_wrap(type, p);
+}
+
+static void Profile_dealloc(ProfileObject *self)
+{
+	clip_cage_profile_unref(self->profile);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Profile_parse(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "text", "filename", NULL };
+	const char *text, *filename = NULL;
+	Py_ssize_t size;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#|z:parse", kwlist, &text, &size,
+					 &filename))
+		return NULL;
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_cage_profile_parse(&p, filename, text, (size_t)size, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return profile_wrap((PyTypeObject *)cls, p);
+}
+
+static PyObject *Profile_load(PyObject *cls, PyObject *args)
+{
+	PyObject *file;
+	if (!PyArg_ParseTuple(args, "O:load", &file))
+		return NULL;
+	bool owned;
+	int fd = file_fd(file, O_RDONLY, &owned);
+	if (fd < 0)
+		return NULL;
+	PyObject *fname = NULL;
+	if (owned && !PyUnicode_FSConverter(file, &fname)) {
+		file_done(fd, owned);
+		return NULL;
+	}
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_cage_profile_load(&p, fd, fname ? PyBytes_AS_STRING(fname) : "profile", &err);
+	Py_XDECREF(fname);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	return profile_wrap((PyTypeObject *)cls, p);
+}
+
+static PyObject *Profile_str(ProfileObject *self)
+{
+	char *s = NULL;
+	int r = clip_cage_profile_format(self->profile, &s);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return take_string(s);
+}
+
+static PyObject *Profile_format(ProfileObject *self, PyObject *unused)
+{
+	return Profile_str(self);
+}
+
+static PyObject *Profile_dup(ProfileObject *self, PyObject *args)
+{
+	const char *name = NULL;
+	if (!PyArg_ParseTuple(args, "|z:dup", &name))
+		return NULL;
+	struct clip_cage_profile *p = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_cage_profile_dup(&p, self->profile, name, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return profile_wrap(Py_TYPE(self), p);
+}
+
+static PyObject *profile_done(int r, struct clip_error *err)
+{
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Profile_set_level(ProfileObject *self, PyObject *level)
+{
+	if (level_check(level, "level") < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	return profile_done(clip_cage_profile_set_level(self->profile,
+							 ((LevelObject *)level)->level, &err),
+			    err);
+}
+
+/* setters taking one path or name */
+#define PROFILE_STR_SETTER(pyname, fn)                                         \
+	static PyObject *Profile_##pyname(ProfileObject *self, PyObject *args) \
+	{                                                                      \
+		const char *s;                                                 \
+		if (!PyArg_ParseTuple(args, "s:" #pyname, &s))                 \
+			return NULL;                                           \
+		struct clip_error *err = NULL;                                 \
+		return profile_done(fn(self->profile, s, &err), err);          \
+	}
+PROFILE_STR_SETTER(set_root, clip_cage_profile_set_root)
+PROFILE_STR_SETTER(set_data_dir, clip_cage_profile_set_data_dir)
+PROFILE_STR_SETTER(add_tmpfs, clip_cage_profile_add_tmpfs)
+PROFILE_STR_SETTER(add_capability, clip_cage_profile_add_capability)
+PROFILE_STR_SETTER(add_syscall_deny, clip_cage_profile_add_syscall_deny)
+
+static PyObject *Profile_add_bind(ProfileObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "source", "target", "rw", NULL };
+	const char *source, *target;
+	int rw = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "ss|$p:add_bind", kwlist, &source, &target,
+					 &rw))
+		return NULL;
+	struct clip_error *err = NULL;
+	return profile_done(clip_cage_profile_add_bind(self->profile, source, target,
+							rw ? CLIP_CAGE_BIND_RW : 0, &err),
+			    err);
+}
+
+static PyObject *Profile_set_network(ProfileObject *self, PyObject *args)
+{
+	int mode;
+	const char *address = NULL;
+	if (!PyArg_ParseTuple(args, "i|z:set_network", &mode, &address))
+		return NULL;
+	struct clip_error *err = NULL;
+	return profile_done(clip_cage_profile_set_network(self->profile, mode, address, &err),
+			    err);
+}
+
+static PyObject *Profile_set_limits(ProfileObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "cpu_quota_percent", "memory_max", "tasks_max", NULL };
+	unsigned cpu = 0;
+	unsigned long long mem = 0, tasks = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$IKK:set_limits", kwlist, &cpu, &mem,
+					 &tasks))
+		return NULL;
+	struct clip_cage_limits l = {
+		.size = sizeof(l), .cpu_quota_percent = cpu, .memory_max = mem, .tasks_max = tasks
+	};
+	struct clip_error *err = NULL;
+	return profile_done(clip_cage_profile_set_limits(self->profile, &l, &err), err);
+}
+
+#define PROFILE_INT_SETTER(pyname, fmt, ctype, fn)                             \
+	static PyObject *Profile_##pyname(ProfileObject *self, PyObject *args) \
+	{                                                                      \
+		ctype v;                                                       \
+		if (!PyArg_ParseTuple(args, fmt ":" #pyname, &v))              \
+			return NULL;                                           \
+		struct clip_error *err = NULL;                                 \
+		return profile_done(fn(self->profile, v, &err), err);          \
+	}
+PROFILE_INT_SETTER(set_wx, "p", int, clip_cage_profile_set_wx)
+PROFILE_INT_SETTER(set_measure, "p", int, clip_cage_profile_set_measure)
+PROFILE_INT_SETTER(set_uid_base, "I", unsigned, clip_cage_profile_set_uid_base)
+PROFILE_INT_SETTER(set_start_timeout, "I", unsigned, clip_cage_profile_set_start_timeout)
+
+static PyObject *Profile_get_name(ProfileObject *self, void *closure)
+{
+	return PyUnicode_FromString(clip_cage_profile_get_name(self->profile));
+}
+
+static PyObject *Profile_get_level(ProfileObject *self, void *closure)
+{
+	const struct clip_level *l = clip_cage_profile_get_level(self->profile);
+	return level_wrap(clip_level_ref((struct clip_level *)l));
+}
+
+static PyObject *Profile_get_uid_base(ProfileObject *self, void *closure)
+{
+	return PyLong_FromUnsignedLong(clip_cage_profile_get_uid_base(self->profile));
+}
+
+static PyMethodDef Profile_methods[] = {
+	{ "parse", KW(Profile_parse) | METH_CLASS,
+	  "parse(text, filename=None) -> Profile: a profile in clip.cage(5) syntax." },
+	{ "load", (PyCFunction)Profile_load, METH_VARARGS | METH_CLASS,
+	  "load(file) -> Profile: read and parse a profile file (a path, an fd or a file)." },
+	{ "format", (PyCFunction)Profile_format, METH_NOARGS,
+	  "format() -> str: the canonical text (also str(profile))." },
+	{ "dup", (PyCFunction)Profile_dup, METH_VARARGS,
+	  "dup(name=None) -> Profile: a copy, under another name." },
+	{ "set_level", (PyCFunction)Profile_set_level, METH_O, "set_level(level)" },
+	{ "set_root", (PyCFunction)Profile_set_root, METH_VARARGS, "set_root(path)" },
+	{ "set_data_dir", (PyCFunction)Profile_set_data_dir, METH_VARARGS, "set_data_dir(path)" },
+	{ "add_bind", KW(Profile_add_bind), "add_bind(source, target, *, rw=False)" },
+	{ "add_tmpfs", (PyCFunction)Profile_add_tmpfs, METH_VARARGS, "add_tmpfs(target)" },
+	{ "set_network", (PyCFunction)Profile_set_network, METH_VARARGS,
+	  "set_network(mode, address=None): CAGE_NET_NONE, _LOOPBACK or _VETH." },
+	{ "set_limits", KW(Profile_set_limits),
+	  "set_limits(*, cpu_quota_percent=0, memory_max=0, tasks_max=0): 0 is no limit." },
+	{ "add_capability", (PyCFunction)Profile_add_capability, METH_VARARGS,
+	  "add_capability(name)" },
+	{ "add_syscall_deny", (PyCFunction)Profile_add_syscall_deny, METH_VARARGS,
+	  "add_syscall_deny(name)" },
+	{ "set_wx", (PyCFunction)Profile_set_wx, METH_VARARGS, "set_wx(on)" },
+	{ "set_measure", (PyCFunction)Profile_set_measure, METH_VARARGS, "set_measure(on)" },
+	{ "set_uid_base", (PyCFunction)Profile_set_uid_base, METH_VARARGS, "set_uid_base(base)" },
+	{ "set_start_timeout", (PyCFunction)Profile_set_start_timeout, METH_VARARGS,
+	  "set_start_timeout(seconds)" },
+	{ NULL }
+};
+
+static PyGetSetDef Profile_getset[] = {
+	{ "name", (getter)Profile_get_name, NULL, "the profile's name", NULL },
+	{ "level", (getter)Profile_get_level, NULL, "the cage's level", NULL },
+	{ "uid_base", (getter)Profile_get_uid_base, NULL, "the first host uid (root mode)", NULL },
+	{ NULL }
+};
+
+static PyTypeObject ProfileType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Profile",
+	.tp_basicsize = sizeof(ProfileObject),
+	.tp_dealloc = (destructor)Profile_dealloc,
+	.tp_str = (reprfunc)Profile_str,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Profile(name): a cage profile with the defaults, to build on; or\n"
+		  "Profile.parse(text) / Profile.load(file) from clip.cage(5) text.",
+	.tp_methods = Profile_methods,
+	.tp_getset = Profile_getset,
+	.tp_new = Profile_new,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Cage and Process */
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_cage *cage;
+	PyObject *ctx;
+} CageObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_cage *cage; /* a reference of its own */
+	PyObject *ctx;
+	int pidfd;
+	int status; /* -1 until waited for */
+} ProcessObject;
+
+static PyTypeObject CageType;
+static PyTypeObject ProcessType;
+
+static PyObject *Cage_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "ctx", "profile", NULL };
+	PyObject *ctx, *profile;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!:Cage", kwlist, &ctx, &ProfileType,
+					 &profile))
+		return NULL;
+	if (context_check(ctx) < 0)
+		return NULL;
+	struct clip_cage *cage = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_cage_new(&cage, ((ContextObject *)ctx)->ctx,
+			      ((ProfileObject *)profile)->profile, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	CageObject *o = (CageObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_cage_unref(cage);
+		return NULL;
+	}
+	o->cage = cage;
+	o->ctx = Py_NewRef(ctx);
+	return (PyObject *)o;
+}
+
+static PyObject *Cage_attach(PyObject *cls, PyObject *args)
+{
+	PyObject *ctx;
+	const char *name;
+	if (!PyArg_ParseTuple(args, "O!s:attach", &ContextType, &ctx, &name))
+		return NULL;
+	struct clip_cage *cage = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_cage_attach(&cage, ((ContextObject *)ctx)->ctx, name, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	CageObject *o = (CageObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+	if (!o) {
+		clip_cage_unref(cage);
+		return NULL;
+	}
+	o->cage = cage;
+	o->ctx = Py_NewRef(ctx);
+	return (PyObject *)o;
+}
+
+static void Cage_dealloc(CageObject *self)
+{
+	clip_cage_unref(self->cage);
+	Py_XDECREF(self->ctx);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int cage_open(CageObject *self)
+{
+	if (!self->cage) {
+		raise_errno_message(StateError, -ECHILD, "the cage object is closed", -1);
+		return -1;
+	}
+	return 0;
+}
+
+/* What clip_cage_spawn() needs from Python: argv, envp, fds. */
+struct spawn_args {
+	struct clip_cage_spawn_opts opts;
+	PyObject *keep; /* the bytes objects the pointers point into */
+	const char **argv;
+	const char **envp;
+	int *fds;
+};
+
+static void spawn_args_done(struct spawn_args *a)
+{
+	Py_XDECREF(a->keep);
+	PyMem_Free(a->argv);
+	PyMem_Free(a->envp);
+	PyMem_Free(a->fds);
+}
+
+/* A NULL-terminated array of the strings of @seq (bytes kept in a->keep). */
+static const char **string_array(struct spawn_args *a, PyObject *seq, const char *what)
+{
+	PyObject *fast = PySequence_Fast(seq, what);
+	if (!fast)
+		return NULL;
+	Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+	const char **v = PyMem_New(const char *, n + 1);
+	if (!v) {
+		Py_DECREF(fast);
+		PyErr_NoMemory();
+		return NULL;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *b = NULL;
+		if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(fast, i), &b) ||
+		    PyList_Append(a->keep, b) < 0) {
+			Py_XDECREF(b);
+			PyMem_Free(v);
+			Py_DECREF(fast);
+			return NULL;
+		}
+		v[i] = PyBytes_AS_STRING(b);
+		Py_DECREF(b);
+	}
+	v[n] = NULL;
+	Py_DECREF(fast);
+	return v;
+}
+
+static int spawn_args_parse(struct spawn_args *a, PyObject *argv, PyObject *env, PyObject *fds,
+			    const char *cwd, unsigned uid, unsigned gid)
+{
+	memset(a, 0, sizeof(*a));
+	a->opts.size = sizeof(a->opts);
+	a->keep = PyList_New(0);
+	if (!a->keep)
+		return -1;
+	if (PyUnicode_Check(argv) || PyBytes_Check(argv)) {
+		PyErr_SetString(PyExc_TypeError, "argv must be a sequence of arguments, not a string");
+		return -1;
+	}
+	if (!(a->argv = string_array(a, argv, "argv must be a sequence")))
+		return -1;
+	if (env && env != Py_None) {
+		PyObject *items = NULL;
+		if (PyMapping_Check(env) && !PySequence_Check(env)) {
+			PyObject *list = PyList_New(0), *pairs = PyMapping_Items(env);
+			if (!list || !pairs) {
+				Py_XDECREF(list);
+				Py_XDECREF(pairs);
+				return -1;
+			}
+			for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pairs); i++) {
+				PyObject *kv = PyList_GET_ITEM(pairs, i);
+				PyObject *s = PyUnicode_FromFormat("%S=%S", PyTuple_GET_ITEM(kv, 0),
+								   PyTuple_GET_ITEM(kv, 1));
+				if (!s || PyList_Append(list, s) < 0) {
+					Py_XDECREF(s);
+					Py_DECREF(list);
+					Py_DECREF(pairs);
+					return -1;
+				}
+				Py_DECREF(s);
+			}
+			Py_DECREF(pairs);
+			items = list;
+		} else {
+			items = Py_NewRef(env);
+		}
+		a->envp = string_array(a, items, "env must be a mapping or a sequence");
+		Py_DECREF(items);
+		if (!a->envp)
+			return -1;
+	}
+	if (fds && fds != Py_None) {
+		PyObject *fast = PySequence_Fast(fds, "fds must be a sequence");
+		if (!fast)
+			return -1;
+		Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+		a->fds = PyMem_New(int, n ? n : 1);
+		if (!a->fds) {
+			Py_DECREF(fast);
+			PyErr_NoMemory();
+			return -1;
+		}
+		for (Py_ssize_t i = 0; i < n; i++) {
+			int fd = PyObject_AsFileDescriptor(PySequence_Fast_GET_ITEM(fast, i));
+			if (fd < 0) {
+				Py_DECREF(fast);
+				return -1;
+			}
+			a->fds[i] = fd;
+		}
+		Py_DECREF(fast);
+		a->opts.n_fds = (uint32_t)n;
+	}
+	a->opts.argv = a->argv;
+	a->opts.envp = a->envp;
+	a->opts.fds = a->fds;
+	a->opts.cwd = cwd;
+	a->opts.uid = uid;
+	a->opts.gid = gid;
+	return 0;
+}
+
+static PyObject *process_wrap(CageObject *cage, int pidfd)
+{
+	ProcessObject *p = PyObject_New(ProcessObject, &ProcessType);
+	if (!p) {
+		close(pidfd);
+		return NULL;
+	}
+	p->cage = clip_cage_ref(cage->cage);
+	p->ctx = Py_NewRef(cage->ctx);
+	p->pidfd = pidfd;
+	p->status = -1;
+	return (PyObject *)p;
+}
+
+static PyObject *cage_spawn(CageObject *self, PyObject *args, PyObject *kwds, bool start)
+{
+	static char *kwlist[] = { "argv", "env", "fds", "cwd", "uid", "gid", "register",
+				  "end_with_first", NULL };
+	PyObject *argv, *env = NULL, *fds = NULL;
+	const char *cwd = NULL;
+	unsigned uid = 0, gid = 0;
+	int reg = 0, end_with_first = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOzIIpp:spawn", kwlist, &argv, &env,
+					 &fds, &cwd, &uid, &gid, &reg, &end_with_first))
+		return NULL;
+	if (cage_open(self) < 0)
+		return NULL;
+	if (!start && (reg || end_with_first)) {
+		PyErr_SetString(PyExc_TypeError,
+				"spawn() takes no register or end_with_first: see start_spawn()");
+		return NULL;
+	}
+	struct spawn_args a;
+	if (spawn_args_parse(&a, argv, env, fds, cwd, uid, gid) < 0) {
+		spawn_args_done(&a);
+		return NULL;
+	}
+	unsigned flags = (reg ? CLIP_CAGE_START_REGISTER : 0) |
+			 (end_with_first ? CLIP_CAGE_START_END_WITH_FIRST : 0);
+	int pidfd = -1, r;
+	struct clip_error *err = NULL;
+	Py_BEGIN_ALLOW_THREADS
+	r = start ? clip_cage_start_spawn(self->cage, flags, &a.opts, &pidfd, &err)
+		  : clip_cage_spawn(self->cage, &a.opts, &pidfd, &err);
+	Py_END_ALLOW_THREADS
+	spawn_args_done(&a);
+	if (r < 0)
+		return raise_clip(r, err);
+	return process_wrap(self, pidfd);
+}
+
+static PyObject *Cage_spawn(CageObject *self, PyObject *args, PyObject *kwds)
+{
+	return cage_spawn(self, args, kwds, false);
+}
+
+static PyObject *Cage_start_spawn(CageObject *self, PyObject *args, PyObject *kwds)
+{
+	return cage_spawn(self, args, kwds, true);
+}
+
+static PyObject *Cage_start(CageObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "register", NULL };
+	int reg = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$p:start", kwlist, &reg))
+		return NULL;
+	if (cage_open(self) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = clip_cage_start(self->cage, reg ? CLIP_CAGE_START_REGISTER : 0, &err);
+	Py_END_ALLOW_THREADS
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *cage_stop(CageObject *self, unsigned grace_ms)
+{
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = clip_cage_stop(self->cage, grace_ms, &err);
+	Py_END_ALLOW_THREADS
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Cage_stop(CageObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "grace_ms", NULL };
+	unsigned grace = 1000;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|I:stop", kwlist, &grace))
+		return NULL;
+	if (cage_open(self) < 0)
+		return NULL;
+	return cage_stop(self, grace);
+}
+
+static int timeout_ms(PyObject *timeout, int *ret)
+{
+	if (!timeout || timeout == Py_None) {
+		*ret = -1;
+		return 0;
+	}
+	double t = PyFloat_AsDouble(timeout);
+	if (t == -1.0 && PyErr_Occurred())
+		return -1;
+	if (t < 0 || t > 2e6) {
+		raise_errno_message(InvalidError, -EINVAL, "timeout must be 0 to 2e6 seconds", -1);
+		return -1;
+	}
+	*ret = (int)(t * 1000.0);
+	return 0;
+}
+
+static PyObject *Cage_wait(CageObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *timeout = NULL;
+	int ms;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist, &timeout) ||
+	    timeout_ms(timeout, &ms) < 0 || cage_open(self) < 0)
+		return NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = clip_cage_wait(self->cage, ms);
+	Py_END_ALLOW_THREADS
+	if (r == -ENODATA)
+		return raise_errno_message(TimeoutErr, -ETIMEDOUT,
+					   "the cage is still running at the timeout", -1);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Cage_signal(CageObject *self, PyObject *args)
+{
+	int sig;
+	if (!PyArg_ParseTuple(args, "i:signal", &sig) || cage_open(self) < 0)
+		return NULL;
+	int r = clip_cage_signal(self->cage, sig);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return PyLong_FromLong(r);
+}
+
+static PyObject *Cage_fileno(CageObject *self, PyObject *unused)
+{
+	if (cage_open(self) < 0)
+		return NULL;
+	int r = clip_cage_get_fd(self->cage);
+	if (r < 0)
+		return raise_errno_message(StateError, r, "the cage was never started", -1);
+	return PyLong_FromLong(r);
+}
+
+static PyObject *Cage_get_pids(CageObject *self, void *closure)
+{
+	if (cage_open(self) < 0)
+		return NULL;
+	int *pids = NULL;
+	size_t n = 0;
+	int r = clip_cage_get_pids(self->cage, &pids, &n);
+	if (r < 0)
+		return raise_errno_message(StateError, r, "the cage is not running", -1);
+	PyObject *t = PyTuple_New((Py_ssize_t)n);
+	for (size_t i = 0; t && i < n; i++)
+		PyTuple_SET_ITEM(t, (Py_ssize_t)i, PyLong_FromLong(pids[i]));
+	free(pids);
+	return t;
+}
+
+static PyObject *Cage_get_state(CageObject *self, void *closure)
+{
+	if (cage_open(self) < 0)
+		return NULL;
+	return PyLong_FromLong(clip_cage_get_state(self->cage));
+}
+
+static PyObject *Cage_get_missing(CageObject *self, void *closure)
+{
+	if (cage_open(self) < 0)
+		return NULL;
+	return PyLong_FromLong(clip_cage_get_missing(self->cage));
+}
+
+static PyObject *Cage_get_profile(CageObject *self, void *closure)
+{
+	if (cage_open(self) < 0)
+		return NULL;
+	const struct clip_cage_profile *p = clip_cage_get_profile(self->cage);
+	return profile_wrap(&ProfileType, clip_cage_profile_ref((struct clip_cage_profile *)p));
+}
+
+static PyObject *Cage_get_closed(CageObject *self, void *closure)
+{
+	return PyBool_FromLong(!self->cage);
+}
+
+static PyObject *Cage_close(CageObject *self, PyObject *unused)
+{
+	self->cage = clip_cage_unref(self->cage);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Cage_exit(CageObject *self, PyObject *args)
+{
+	if (self->cage && clip_cage_get_state(self->cage) == CLIP_CAGE_RUNNING) {
+		PyObject *r = cage_stop(self, 1000);
+		if (!r)
+			return NULL;
+		Py_DECREF(r);
+	}
+	self->cage = clip_cage_unref(self->cage);
+	Py_RETURN_FALSE;
+}
+
+static PyMethodDef Cage_methods[] = {
+	{ "attach", (PyCFunction)Cage_attach, METH_VARARGS | METH_CLASS,
+	  "attach(ctx, name) -> Cage: a running, registered cage." },
+	{ "start", KW(Cage_start), "start(*, register=False): start the cage." },
+	{ "spawn", KW(Cage_spawn),
+	  "spawn(argv, *, env=None, fds=None, cwd=None, uid=0, gid=0) -> Process: run a process "
+	  "in the running cage; fds[i] becomes its fd i (None: no fd at all)." },
+	{ "start_spawn", KW(Cage_start_spawn),
+	  "start_spawn(argv, *, ..., register=False, end_with_first=False) -> Process: start "
+	  "and run a first process in one step." },
+	{ "stop", KW(Cage_stop), "stop(grace_ms=1000): SIGTERM, then SIGKILL, then wait." },
+	{ "wait", KW(Cage_wait),
+	  "wait(timeout=None): wait until the cage has ended (TimeoutError at the timeout)." },
+	{ "signal", (PyCFunction)Cage_signal, METH_VARARGS,
+	  "signal(sig) -> int: signal every process but init; the number signalled." },
+	{ "fileno", (PyCFunction)Cage_fileno, METH_NOARGS,
+	  "fileno() -> int: a pidfd of the init, readable once the cage has ended (owned by the "
+	  "cage: register it with selectors, do not close it)." },
+	{ "close", (PyCFunction)Cage_close, METH_NOARGS,
+	  "close(): drop the handle (a running cage keeps running)." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)Cage_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyGetSetDef Cage_getset[] = {
+	{ "pids", (getter)Cage_get_pids, NULL, "the host pids of its processes, init first", NULL },
+	{ "state", (getter)Cage_get_state, NULL, "CAGE_NEW, CAGE_RUNNING or CAGE_STOPPED", NULL },
+	{ "missing", (getter)Cage_get_missing, NULL, "CAGE_MISSING_* protections not applied",
+	  NULL },
+	{ "profile", (getter)Cage_get_profile, NULL, "the cage's profile", NULL },
+	{ "closed", (getter)Cage_get_closed, NULL, "whether close() was called", NULL },
+	{ NULL }
+};
+
+static PyTypeObject CageType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Cage",
+	.tp_basicsize = sizeof(CageObject),
+	.tp_dealloc = (destructor)Cage_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Cage(ctx, profile): a cage, not started. `with Cage(...) as c:` stops a\n"
+		  "running cage and releases the handle at the end of the block.",
+	.tp_methods = Cage_methods,
+	.tp_getset = Cage_getset,
+	.tp_new = Cage_new,
+};
+
+static void Process_dealloc(ProcessObject *self)
+{
+	if (self->pidfd >= 0)
+		close(self->pidfd);
+	clip_cage_unref(self->cage);
+	Py_XDECREF(self->ctx);
+	PyObject_Free(self);
+}
+
+static PyObject *Process_fileno(ProcessObject *self, PyObject *unused)
+{
+	if (self->pidfd < 0)
+		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed", -1);
+	return PyLong_FromLong(self->pidfd);
+}
+
+static PyObject *Process_wait(ProcessObject *self, PyObject *unused)
+{
+	if (self->status >= 0)
+		return PyLong_FromLong(self->status);
+	if (self->pidfd < 0)
+		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed", -1);
+	int status = -1, r;
+	Py_BEGIN_ALLOW_THREADS
+	r = clip_cage_wait_process(self->cage, self->pidfd, &status);
+	Py_END_ALLOW_THREADS
+	if (r < 0)
+		return raise_errno_message(StateError, r,
+					   "not a process spawned in this cage, or waited for already",
+					   -1);
+	self->status = status;
+	return PyLong_FromLong(status);
+}
+
+static PyObject *Process_close(ProcessObject *self, PyObject *unused)
+{
+	if (self->pidfd >= 0)
+		close(self->pidfd);
+	self->pidfd = -1;
+	Py_RETURN_NONE;
+}
+
+static PyObject *Process_get_returncode(ProcessObject *self, void *closure)
+{
+	if (self->status < 0)
+		Py_RETURN_NONE;
+	return PyLong_FromLong(self->status);
+}
+
+static PyObject *Process_get_pidfd(ProcessObject *self, void *closure)
+{
+	return PyLong_FromLong(self->pidfd);
+}
+
+static PyObject *Process_exit(ProcessObject *self, PyObject *args)
+{
+	return Process_close(self, NULL);
+}
+
+static PyMethodDef Process_methods[] = {
+	{ "fileno", (PyCFunction)Process_fileno, METH_NOARGS,
+	  "fileno() -> int: the pidfd, readable once the process has exited." },
+	{ "wait", (PyCFunction)Process_wait, METH_NOARGS,
+	  "wait() -> int: reap the process; its exit status, or 128 + the signal." },
+	{ "close", (PyCFunction)Process_close, METH_NOARGS, "close(): close the pidfd." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)Process_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyGetSetDef Process_getset[] = {
+	{ "pidfd", (getter)Process_get_pidfd, NULL, "the pidfd (-1 once closed)", NULL },
+	{ "returncode", (getter)Process_get_returncode, NULL,
+	  "the status wait() returned, or None", NULL },
+	{ NULL }
+};
+
+static PyTypeObject ProcessType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Process",
+	.tp_basicsize = sizeof(ProcessObject),
+	.tp_dealloc = (destructor)Process_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A process spawned in a cage (Cage.spawn()); its pidfd (fileno()) polls\n"
+		  "readable when it exits: usable with selectors and asyncio.",
+	.tp_methods = Process_methods,
+	.tp_getset = Process_getset,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Transfer client */
+
+static PyTypeObject ResultType;
+static PyStructSequence_Field result_fields[] = {
+	{ "status", "TRANSFER_DELIVERED, _DENIED_POLICY, _DENIED_USER or _FAILED" },
+	{ "name", "the name the document got in the target inbox (\"\" unless delivered)" },
+	{ "message", "the mediator's reason" },
+	{ "error", "the errno of a failure (positive), else 0" },
+	{ "size", "the document's size as the mediator read it" },
+	{ "sha256", "its SHA-256 (32 bytes)" },
+	{ "encrypted", "whether it was delivered in an envelope" },
+	{ NULL }
+};
+static PyStructSequence_Desc result_desc = {
+	"clip.TransferResult", "The mediator's answer to a transfer.", result_fields, 7
+};
+
+typedef struct {
+	PyObject_HEAD
+	int sock;
+} ClientObject;
+
+typedef struct {
+	PyObject_HEAD
+	struct clip_transfer *transfer;
+} TransferObject;
+
+static PyTypeObject ClientType;
+static PyTypeObject TransferType;
+
+static PyObject *Client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "path", NULL };
+	PyObject *path = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:TransferClient", kwlist,
+					 PyUnicode_FSConverter, &path))
+		return NULL;
+	int sock = -1;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = clip_transfer_connect(&sock, path ? PyBytes_AS_STRING(path) : NULL, &err);
+	Py_END_ALLOW_THREADS
+	Py_XDECREF(path);
+	if (r < 0)
+		return raise_clip(r, err);
+	ClientObject *o = (ClientObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		close(sock);
+		return NULL;
+	}
+	o->sock = sock;
+	return (PyObject *)o;
+}
+
+static void Client_dealloc(ClientObject *self)
+{
+	if (self->sock >= 0)
+		close(self->sock);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Client_close(ClientObject *self, PyObject *unused)
+{
+	if (self->sock >= 0)
+		close(self->sock);
+	self->sock = -1;
+	Py_RETURN_NONE;
+}
+
+static PyObject *Client_exit(ClientObject *self, PyObject *args)
+{
+	Client_close(self, NULL);
+	Py_RETURN_FALSE;
+}
+
+static PyObject *Client_fileno(ClientObject *self, PyObject *unused)
+{
+	if (self->sock < 0)
+		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed", -1);
+	return PyLong_FromLong(self->sock);
+}
+
+static PyObject *transfer_result(struct clip_transfer *t)
+{
+	PyObject *res = PyStructSequence_New(&ResultType);
+	if (!res)
+		return NULL;
+	uint64_t size = 0;
+	uint8_t sha[32] = { 0 };
+	int enc = 0;
+	clip_transfer_get_digest(t, &size, sha, &enc);
+	int e = clip_transfer_get_error(t);
+	PyStructSequence_SET_ITEM(res, 0, PyLong_FromLong(clip_transfer_get_status(t)));
+	PyStructSequence_SET_ITEM(res, 1, PyUnicode_DecodeUTF8(clip_transfer_get_name(t),
+							       (Py_ssize_t)strlen(clip_transfer_get_name(t)),
+							       "surrogateescape"));
+	PyStructSequence_SET_ITEM(res, 2, PyUnicode_DecodeUTF8(clip_transfer_get_message(t),
+							       (Py_ssize_t)strlen(clip_transfer_get_message(t)),
+							       "replace"));
+	PyStructSequence_SET_ITEM(res, 3, PyLong_FromLong(e < 0 ? -e : 0));
+	PyStructSequence_SET_ITEM(res, 4, PyLong_FromUnsignedLongLong(size));
+	PyStructSequence_SET_ITEM(res, 5, PyBytes_FromStringAndSize((const char *)sha, 32));
+	PyStructSequence_SET_ITEM(res, 6, PyBool_FromLong(enc));
+	for (int i = 0; i < 7; i++)
+		if (!PyStructSequence_GET_ITEM(res, i)) {
+			Py_DECREF(res);
+			return NULL;
+		}
+	return res;
+}
+
+/* The result, or with @check the exception of a denial or failure. */
+static PyObject *transfer_outcome(struct clip_transfer *t, bool check)
+{
+	PyObject *res = transfer_result(t);
+	if (!res || !check)
+		return res;
+	int status = clip_transfer_get_status(t);
+	if (status == CLIP_TRANSFER_DELIVERED)
+		return res;
+	PyObject *cls = status == CLIP_TRANSFER_FAILED ? TransferFailed : TransferDenied;
+	int e = clip_transfer_get_error(t);
+	if (status != CLIP_TRANSFER_FAILED)
+		e = -EACCES;
+	else if (e >= 0)
+		e = -EIO;
+	const char *msg = clip_transfer_get_message(t);
+	char buf[1200];
+	snprintf(buf, sizeof(buf), "%s: %s",
+		 status == CLIP_TRANSFER_DENIED_USER	 ? "denied by the user"
+		 : status == CLIP_TRANSFER_DENIED_POLICY ? "denied by the policy"
+							 : "failed",
+		 *msg ? msg : strerror(-e));
+	PyObject *exc = PyObject_CallFunction(cls, "is", -e, buf);
+	if (exc) {
+		if (PyObject_SetAttrString(exc, "result", res) == 0 &&
+		    PyObject_SetAttrString(exc, "status", PyStructSequence_GET_ITEM(res, 0)) == 0)
+			PyErr_SetObject(cls, exc);
+		Py_DECREF(exc);
+	}
+	Py_DECREF(res);
+	return NULL;
+}
+
+static PyObject *Client_request(ClientObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "file", "target", "name", "note", NULL };
+	PyObject *file;
+	const char *target, *name, *note = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oss|z:request", kwlist, &file, &target,
+					 &name, &note))
+		return NULL;
+	if (self->sock < 0)
+		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed", -1);
+	bool owned;
+	int fd = file_fd(file, O_RDONLY, &owned);
+	if (fd < 0)
+		return NULL;
+	struct clip_transfer *t = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_transfer_new(&t, self->sock, fd, target, name, note, &err);
+	file_done(fd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	TransferObject *o = PyObject_New(TransferObject, &TransferType);
+	if (!o) {
+		clip_transfer_unref(t);
+		return NULL;
+	}
+	o->transfer = t;
+	return (PyObject *)o;
+}
+
+static PyObject *transfer_wait(TransferObject *self, PyObject *timeout)
+{
+	int ms;
+	if (timeout_ms(timeout, &ms) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS
+	r = clip_transfer_wait(self->transfer, ms, &err);
+	Py_END_ALLOW_THREADS
+	if (r == -EAGAIN) {
+		clip_error_free(err);
+		return raise_errno_message(TimeoutErr, -ETIMEDOUT,
+					   "no answer from the mediator within the timeout", -1);
+	}
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *Client_send(ClientObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "file", "target", "name", "note", "timeout", "check", NULL };
+	PyObject *file, *timeout = Py_None;
+	const char *target, *name, *note = NULL;
+	int check = 1;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oss|z$Op:send", kwlist, &file, &target,
+					 &name, &note, &timeout, &check))
+		return NULL;
+	PyObject *req_args = Py_BuildValue("(Oss)", file, target, name);
+	if (!req_args)
+		return NULL;
+	PyObject *req_kw = note ? Py_BuildValue("{ss}", "note", note) : NULL;
+	TransferObject *t = (TransferObject *)Client_request(self, req_args, req_kw);
+	Py_DECREF(req_args);
+	Py_XDECREF(req_kw);
+	if (!t)
+		return NULL;
+	PyObject *w = transfer_wait(t, timeout);
+	PyObject *res = w ? transfer_outcome(t->transfer, check) : NULL;
+	Py_XDECREF(w);
+	Py_DECREF(t);
+	return res;
+}
+
+static PyMethodDef Client_methods[] = {
+	{ "send", KW(Client_send),
+	  "send(file, target, name, note=None, *, timeout=None, check=True) -> TransferResult: "
+	  "ask the mediator to move a document to another cage and wait for the answer. With "
+	  "check, a denial raises TransferDenied and a failure TransferFailed." },
+	{ "request", KW(Client_request),
+	  "request(file, target, name, note=None) -> Transfer: send without waiting." },
+	{ "fileno", (PyCFunction)Client_fileno, METH_NOARGS, "fileno() -> int: the socket." },
+	{ "close", (PyCFunction)Client_close, METH_NOARGS, "close(): close the socket." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)Client_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyTypeObject ClientType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.TransferClient",
+	.tp_basicsize = sizeof(ClientObject),
+	.tp_dealloc = (destructor)Client_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "TransferClient(path=None): a connection to the transfer mediator\n"
+		  "($CLIP_TRANSFER_SOCKET, then TRANSFER_SOCKET, when path is None).",
+	.tp_methods = Client_methods,
+	.tp_new = Client_new,
+};
+
+static void Transfer_dealloc(TransferObject *self)
+{
+	clip_transfer_unref(self->transfer);
+	PyObject_Free(self);
+}
+
+static PyObject *Transfer_fileno(TransferObject *self, PyObject *unused)
+{
+	return PyLong_FromLong(clip_transfer_get_fd(self->transfer));
+}
+
+static PyObject *Transfer_dispatch(TransferObject *self, PyObject *unused)
+{
+	struct clip_error *err = NULL;
+	int r = clip_transfer_dispatch(self->transfer, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return PyBool_FromLong(r);
+}
+
+static PyObject *Transfer_wait(TransferObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *timeout = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:wait", kwlist, &timeout))
+		return NULL;
+	return transfer_wait(self, timeout);
+}
+
+static PyObject *Transfer_result(TransferObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "check", NULL };
+	int check = 1;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$p:result", kwlist, &check))
+		return NULL;
+	if (clip_transfer_get_status(self->transfer) == -EAGAIN)
+		return raise_errno_message(TimeoutErr, -EAGAIN, "no answer from the mediator yet",
+					   -1);
+	return transfer_outcome(self->transfer, check);
+}
+
+static PyMethodDef Transfer_methods[] = {
+	{ "fileno", (PyCFunction)Transfer_fileno, METH_NOARGS,
+	  "fileno() -> int: readable when the answer is there." },
+	{ "dispatch", (PyCFunction)Transfer_dispatch, METH_NOARGS,
+	  "dispatch() -> bool: read the answer if it is there, without blocking." },
+	{ "wait", KW(Transfer_wait), "wait(timeout=None): wait for the answer." },
+	{ "result", KW(Transfer_result),
+	  "result(*, check=True) -> TransferResult: the answer (with check, a denial or failure "
+	  "raises)." },
+	{ NULL }
+};
+
+static PyTypeObject TransferType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Transfer",
+	.tp_basicsize = sizeof(TransferObject),
+	.tp_dealloc = (destructor)Transfer_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A transfer in flight (TransferClient.request()).",
+	.tp_methods = Transfer_methods,
+};
+
+/* ------------------------------------------------------------------------ */
+/* Module */
+
+static PyObject *mod_version(PyObject *self, PyObject *unused)
+{
+	return PyUnicode_FromString(clip_version());
+}
+
+static PyMethodDef module_methods[] = {
+	{ "version", mod_version, METH_NOARGS, "version() -> str: the loaded libclip's version." },
+	{ NULL }
+};
+
+static struct PyModuleDef clip_module = {
+	PyModuleDef_HEAD_INIT,
+	.m_name = "clip",
+	.m_doc = "libclip for Python: levels, labels, W^X checks, cages, transfers and audit.\n\n"
+		 "Errors raise clip.Error (an OSError) subclasses chosen by errno; see\n"
+		 "doc/bindings.md for the table.",
+	.m_size = -1,
+	.m_methods = module_methods,
+};
+
+static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObject *bases,
+			 const char *doc)
+{
+	char full[64];
+	snprintf(full, sizeof(full), "clip.%s", name);
+	*slot = PyErr_NewExceptionWithDoc(full, doc, bases, NULL);
+	if (!*slot)
+		return -1;
+	return PyModule_AddObjectRef(m, name, *slot);
+}
+
+static int add_family(PyObject *m, PyObject **slot, const char *name, PyObject *builtin,
+		      const char *doc)
+{
+	PyObject *bases = builtin ? PyTuple_Pack(2, Error, builtin) : PyTuple_Pack(1, Error);
+	if (!bases)
+		return -1;
+	int r = add_exception(m, slot, name, bases, doc);
+	Py_DECREF(bases);
+	return r;
+}
+
+static int add_types(PyObject *m)
+{
+	struct {
+		PyTypeObject *type;
+		const char *name;
+	} types[] = {
+		{ &LevelType, "Level" },	 { &RangeType, "Range" },
+		{ &NamesType, "LevelNames" },	 { &ContextType, "Context" },
+		{ &AuditType, "AuditLog" },	 { &ProfileType, "Profile" },
+		{ &CageType, "Cage" },		 { &ProcessType, "Process" },
+		{ &ClientType, "TransferClient" }, { &TransferType, "Transfer" },
+	};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		if (PyType_Ready(types[i].type) < 0 ||
+		    PyModule_AddObjectRef(m, types[i].name, (PyObject *)types[i].type) < 0)
+			return -1;
+	}
+	if (PyStructSequence_InitType2(&ResultType, &result_desc) < 0 ||
+	    PyModule_AddObjectRef(m, "TransferResult", (PyObject *)&ResultType) < 0)
+		return -1;
+	return 0;
+}
+
+static int add_constants(PyObject *m)
+{
+#define C(name, value) \
+	if (PyModule_AddIntConstant(m, name, (long)(value)) < 0) \
+		return -1;
+	C("LEVEL_EQUAL", CLIP_LEVEL_EQUAL)
+	C("LEVEL_DOMINATES", CLIP_LEVEL_DOMINATES)
+	C("LEVEL_DOMINATED", CLIP_LEVEL_DOMINATED)
+	C("LEVEL_INCOMPARABLE", CLIP_LEVEL_INCOMPARABLE)
+	C("LEVEL_SENSITIVITY_MAX", CLIP_LEVEL_SENSITIVITY_MAX)
+	C("LEVEL_CATEGORY_MAX", CLIP_LEVEL_CATEGORY_MAX)
+	C("EXEC_RESTRICT_FILE", CLIP_EXEC_RESTRICT_FILE)
+	C("EXEC_RESTRICT_FILE_LOCKED", CLIP_EXEC_RESTRICT_FILE_LOCKED)
+	C("EXEC_DENY_INTERACTIVE", CLIP_EXEC_DENY_INTERACTIVE)
+	C("EXEC_DENY_INTERACTIVE_LOCKED", CLIP_EXEC_DENY_INTERACTIVE_LOCKED)
+	C("EXEC_SECUREBITS", CLIP_EXEC_SECUREBITS)
+	C("EXEC_OPEN_MAGICLINKS", CLIP_EXEC_OPEN_MAGICLINKS)
+	C("EXEC_CHECK_NATIVE", CLIP_EXEC_CHECK_NATIVE)
+	C("EXEC_CHECK_DEGRADED", CLIP_EXEC_CHECK_DEGRADED)
+	C("EXEC_TREE_CHECK", CLIP_EXEC_TREE_CHECK)
+	C("EXEC_TREE_CROSS_MOUNTS", CLIP_EXEC_TREE_CROSS_MOUNTS)
+	C("TRANSFER_DELIVERED", CLIP_TRANSFER_DELIVERED)
+	C("TRANSFER_DENIED_POLICY", CLIP_TRANSFER_DENIED_POLICY)
+	C("TRANSFER_DENIED_USER", CLIP_TRANSFER_DENIED_USER)
+	C("TRANSFER_FAILED", CLIP_TRANSFER_FAILED)
+	C("CAGE_MODE_AUTO", CLIP_CAGE_MODE_AUTO)
+	C("CAGE_MODE_ROOT", CLIP_CAGE_MODE_ROOT)
+	C("CAGE_MODE_ROOTLESS", CLIP_CAGE_MODE_ROOTLESS)
+	C("CAGE_NET_NONE", CLIP_CAGE_NET_NONE)
+	C("CAGE_NET_LOOPBACK", CLIP_CAGE_NET_LOOPBACK)
+	C("CAGE_NET_VETH", CLIP_CAGE_NET_VETH)
+	C("CAGE_NEW", CLIP_CAGE_NEW)
+	C("CAGE_RUNNING", CLIP_CAGE_RUNNING)
+	C("CAGE_STOPPED", CLIP_CAGE_STOPPED)
+	C("CAGE_MISSING_MEMORY", CLIP_CAGE_MISSING_MEMORY)
+	C("CAGE_MISSING_TASKS", CLIP_CAGE_MISSING_TASKS)
+	C("CAGE_MISSING_CPU", CLIP_CAGE_MISSING_CPU)
+	C("CAGE_MISSING_LANDLOCK", CLIP_CAGE_MISSING_LANDLOCK)
+	C("CAGE_MISSING_CGROUP", CLIP_CAGE_MISSING_CGROUP)
+	C("AUDIT_WARN_UNANCHORED", CLIP_AUDIT_WARN_UNANCHORED)
+	C("AUDIT_WARN_TORN", CLIP_AUDIT_WARN_TORN)
+	C("AUDIT_WARN_NOT_COUNTED", CLIP_AUDIT_WARN_NOT_COUNTED)
+	C("AUDIT_WARN_COUNTER_LAGS", CLIP_AUDIT_WARN_COUNTER_LAGS)
+#undef C
+	if (PyModule_AddStringConstant(m, "TRANSFER_SOCKET", CLIP_TRANSFER_SOCKET) < 0 ||
+	    PyModule_AddStringConstant(m, "LABEL_XATTR", CLIP_LABEL_XATTR) < 0 ||
+	    PyModule_AddStringConstant(m, "LABEL_XATTR_ROOTLESS", CLIP_LABEL_XATTR_ROOTLESS) < 0)
+		return -1;
+	return 0;
+}
+
+PyMODINIT_FUNC PyInit_clip(void);
+PyMODINIT_FUNC PyInit_clip(void)
+{
+	PyObject *m = PyModule_Create(&clip_module);
+	if (!m)
+		return NULL;
+	PyObject *base = PyTuple_Pack(1, PyExc_OSError);
+	if (!base || add_exception(m, &Error, "Error", base,
+				   "A libclip error: an OSError with the errno and the library's "
+				   "message (strerror), and offset (the byte of a parser error, or "
+				   "None).") < 0)
+		goto fail;
+	Py_CLEAR(base);
+	if (add_family(m, &InvalidError, "InvalidError", PyExc_ValueError,
+		       "EINVAL, E2BIG, ERANGE, ENAMETOOLONG, EILSEQ: a bad argument or input.") < 0 ||
+	    add_family(m, &PermissionDenied, "PermissionDenied", PyExc_PermissionError,
+		       "EPERM, EACCES, EROFS: refused.") < 0 ||
+	    add_family(m, &NotFoundError, "NotFoundError", NULL,
+		       "ENOENT, ENODATA, ESRCH: no such file, label, cage or process.") < 0 ||
+	    add_family(m, &IntegrityError, "IntegrityError", NULL,
+		       "EBADMSG: a label, audit log or envelope that does not verify.") < 0 ||
+	    add_family(m, &NoKeyError, "NoKeyError", NULL, "ENOKEY: no key to verify with.") < 0 ||
+	    add_family(m, &BusyError, "BusyError", NULL, "EBUSY, EEXIST, ETXTBSY: in use.") < 0 ||
+	    add_family(m, &BadFileError, "BadFileError", NULL,
+		       "EBADF, EMEDIUMTYPE, EISDIR, ENOTDIR, ELOOP: not the right kind of file.") <
+		    0 ||
+	    add_family(m, &UnsupportedError, "UnsupportedError", NULL,
+		       "EOPNOTSUPP, ENOSYS, ENODEV: not supported here.") < 0 ||
+	    add_family(m, &StateError, "StateError", NULL,
+		       "ECHILD: not running, already waited for, or a context from before "
+		       "fork().") < 0 ||
+	    add_family(m, &ConnectError, "ConnectionError", PyExc_ConnectionError,
+		       "ECONNREFUSED, ECONNRESET, EPIPE: the peer is not there.") < 0 ||
+	    add_family(m, &TimeoutErr, "TimeoutError", PyExc_TimeoutError,
+		       "ETIMEDOUT, EAGAIN: not done within the time.") < 0 ||
+	    add_family(m, &ResourceError, "ResourceError", NULL,
+		       "ENOMEM, ENOSPC, EDQUOT, EMFILE, ENFILE, EFBIG: out of a resource.") < 0)
+		goto fail;
+	PyObject *denied_base = PyTuple_Pack(1, PermissionDenied);
+	if (!denied_base ||
+	    add_exception(m, &TransferDenied, "TransferDenied", denied_base,
+			  "A transfer denied by the policy or the user (errno EACCES); .status "
+			  "and .result say which.") < 0) {
+		Py_XDECREF(denied_base);
+		goto fail;
+	}
+	Py_DECREF(denied_base);
+	PyObject *failed_base = PyTuple_Pack(1, Error);
+	if (!failed_base ||
+	    add_exception(m, &TransferFailed, "TransferFailed", failed_base,
+			  "A transfer the mediator failed to deliver (errno: its reason); "
+			  ".result.") < 0) {
+		Py_XDECREF(failed_base);
+		goto fail;
+	}
+	Py_DECREF(failed_base);
+	if (add_types(m) < 0 || add_constants(m) < 0)
+		goto fail;
+	return m;
+fail:
+	Py_XDECREF(base);
+	Py_DECREF(m);
+	return NULL;
+}
