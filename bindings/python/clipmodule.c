@@ -55,7 +55,8 @@ static PyObject *TransferDenied;
 static PyObject *TransferFailed;
 
 /* The class of an errno; the table is in doc/bindings.md and clip.pyi. */
-static PyObject *errno_class(int e)
+static PyObject *
+errno_class(int e)
 {
 	switch (e) {
 	case EINVAL:
@@ -112,7 +113,8 @@ static PyObject *errno_class(int e)
 }
 
 /* Raise the exception of a negative errno @r with @message (strerror when empty). */
-static PyObject *raise_errno_message(PyObject *cls, int r, const char *message, int offset)
+static PyObject *
+raise_errno_message(PyObject *cls, int r, const char *message, int offset)
 {
 	int e = r < 0 ? -r : r;
 	if (!cls)
@@ -135,14 +137,16 @@ static PyObject *raise_errno_message(PyObject *cls, int r, const char *message, 
 }
 
 /* Raise for @r and free @err (which may be NULL). */
-static PyObject *raise_clip(int r, struct clip_error *err)
+static PyObject *
+raise_clip(int r, struct clip_error *err)
 {
 	raise_errno_message(NULL, r, clip_error_get_message(err), clip_error_get_offset(err));
 	clip_error_free(err);
 	return NULL;
 }
 
-static PyObject *raise_os(int e, const char *what, const char *name)
+static PyObject *
+raise_os(int e, const char *what, const char *name)
 {
 	char buf[512];
 	snprintf(buf, sizeof(buf), "%s '%s': %s", what, name, strerror(e));
@@ -156,7 +160,8 @@ static PyObject *raise_os(int e, const char *what, const char *name)
  * The fd of @o: an int or an object with fileno() (borrowed, *owned = 0),
  * or a path (str, bytes, os.PathLike) opened with @oflags (*owned = 1).
  */
-static int file_fd(PyObject *o, int oflags, bool *owned)
+static int
+file_fd(PyObject *o, int oflags, bool *owned)
 {
 	*owned = false;
 	if (PyLong_Check(o) || PyObject_HasAttrString(o, "fileno")) {
@@ -168,10 +173,9 @@ static int file_fd(PyObject *o, int oflags, bool *owned)
 		return -1;
 	const char *path = PyBytes_AS_STRING(bytes);
 	int fd;
-	Py_BEGIN_ALLOW_THREADS
-	fd = open(path, oflags | O_CLOEXEC | O_NOCTTY);
-	Py_END_ALLOW_THREADS
-	if (fd < 0) {
+	Py_BEGIN_ALLOW_THREADS fd = open(path, oflags | O_CLOEXEC | O_NOCTTY);
+	Py_END_ALLOW_THREADS if (fd < 0)
+	{
 		raise_os(errno, "cannot open", path);
 		Py_DECREF(bytes);
 		return -1;
@@ -181,14 +185,16 @@ static int file_fd(PyObject *o, int oflags, bool *owned)
 	return fd;
 }
 
-static void file_done(int fd, bool owned)
+static void
+file_done(int fd, bool owned)
 {
 	if (owned && fd >= 0)
 		close(fd);
 }
 
 /* A directory argument: None (-1), an fd, or a path opened O_DIRECTORY. */
-static int dir_fd(PyObject *o, bool *owned)
+static int
+dir_fd(PyObject *o, bool *owned)
 {
 	*owned = false;
 	if (!o || o == Py_None)
@@ -197,7 +203,8 @@ static int dir_fd(PyObject *o, bool *owned)
 }
 
 /* A string the library allocated, as str; frees it. */
-static PyObject *take_string(char *s)
+static PyObject *
+take_string(char *s)
 {
 	PyObject *o = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
 	free(s);
@@ -208,18 +215,15 @@ static PyObject *take_string(char *s)
 /* Level, Range, LevelNames */
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_level *level;
+	PyObject_HEAD struct clip_level *level;
 } LevelObject;
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_range *range;
+	PyObject_HEAD struct clip_range *range;
 } RangeObject;
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_level_names *names;
+	PyObject_HEAD struct clip_level_names *names;
 } NamesObject;
 
 static PyTypeObject LevelType;
@@ -227,7 +231,8 @@ static PyTypeObject RangeType;
 static PyTypeObject NamesType;
 
 /* Wrap @level (the reference is taken over). */
-static PyObject *level_wrap(struct clip_level *level)
+static PyObject *
+level_wrap(struct clip_level *level)
 {
 	LevelObject *o = PyObject_New(LevelObject, &LevelType);
 	if (!o) {
@@ -238,7 +243,8 @@ static PyObject *level_wrap(struct clip_level *level)
 	return (PyObject *)o;
 }
 
-static int level_check(PyObject *o, const char *what)
+static int
+level_check(PyObject *o, const char *what)
 {
 	if (!PyObject_TypeCheck(o, &LevelType)) {
 		PyErr_Format(PyExc_TypeError, "%s must be a clip.Level, not %.100s", what,
@@ -248,7 +254,8 @@ static int level_check(PyObject *o, const char *what)
 	return 0;
 }
 
-static const struct clip_level_names *names_of(PyObject *o)
+static const struct clip_level_names *
+names_of(PyObject *o)
 {
 	if (!o || o == Py_None)
 		return NULL;
@@ -260,7 +267,8 @@ static const struct clip_level_names *names_of(PyObject *o)
 	return ((NamesObject *)o)->names;
 }
 
-static PyObject *Level_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Level_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "level", "categories", NULL };
 	PyObject *first, *cats = NULL;
@@ -330,13 +338,15 @@ static PyObject *Level_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return (PyObject *)o;
 }
 
-static void Level_dealloc(LevelObject *self)
+static void
+Level_dealloc(LevelObject *self)
 {
 	clip_level_unref(self->level);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Level_parse(PyObject *cls, PyObject *args, PyObject *kwds)
+static PyObject *
+Level_parse(PyObject *cls, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "text", "names", NULL };
 	const char *text;
@@ -354,7 +364,8 @@ static PyObject *Level_parse(PyObject *cls, PyObject *args, PyObject *kwds)
 	return level_wrap(level);
 }
 
-static PyObject *Level_format(LevelObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Level_format(LevelObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "names", NULL };
 	PyObject *names_o = NULL;
@@ -370,7 +381,8 @@ static PyObject *Level_format(LevelObject *self, PyObject *args, PyObject *kwds)
 	return take_string(s);
 }
 
-static PyObject *Level_str(LevelObject *self)
+static PyObject *
+Level_str(LevelObject *self)
 {
 	char *s = NULL;
 	int r = clip_level_format(self->level, &s);
@@ -379,7 +391,8 @@ static PyObject *Level_str(LevelObject *self)
 	return take_string(s);
 }
 
-static PyObject *Level_repr(LevelObject *self)
+static PyObject *
+Level_repr(LevelObject *self)
 {
 	PyObject *s = Level_str(self);
 	if (!s)
@@ -389,7 +402,8 @@ static PyObject *Level_repr(LevelObject *self)
 	return r;
 }
 
-static Py_hash_t Level_hash(LevelObject *self)
+static Py_hash_t
+Level_hash(LevelObject *self)
 {
 	/* Equal levels have the same canonical text. */
 	PyObject *s = Level_str(self);
@@ -400,7 +414,8 @@ static Py_hash_t Level_hash(LevelObject *self)
 	return h;
 }
 
-static PyObject *Level_richcompare(PyObject *a, PyObject *b, int op)
+static PyObject *
+Level_richcompare(PyObject *a, PyObject *b, int op)
 {
 	if (!PyObject_TypeCheck(a, &LevelType) || !PyObject_TypeCheck(b, &LevelType))
 		Py_RETURN_NOTIMPLEMENTED;
@@ -433,7 +448,8 @@ static PyObject *Level_richcompare(PyObject *a, PyObject *b, int op)
 	return PyBool_FromLong(v);
 }
 
-static PyObject *Level_compare(LevelObject *self, PyObject *other)
+static PyObject *
+Level_compare(LevelObject *self, PyObject *other)
 {
 	if (level_check(other, "other") < 0)
 		return NULL;
@@ -443,7 +459,8 @@ static PyObject *Level_compare(LevelObject *self, PyObject *other)
 	return PyLong_FromLong(c);
 }
 
-static PyObject *Level_dominates(LevelObject *self, PyObject *other)
+static PyObject *
+Level_dominates(LevelObject *self, PyObject *other)
 {
 	if (level_check(other, "other") < 0)
 		return NULL;
@@ -453,7 +470,8 @@ static PyObject *Level_dominates(LevelObject *self, PyObject *other)
 	return PyBool_FromLong(c);
 }
 
-static PyObject *level_binop(PyObject *a, PyObject *b, bool join)
+static PyObject *
+level_binop(PyObject *a, PyObject *b, bool join)
 {
 	if (!PyObject_TypeCheck(a, &LevelType) || !PyObject_TypeCheck(b, &LevelType))
 		Py_RETURN_NOTIMPLEMENTED;
@@ -465,31 +483,36 @@ static PyObject *level_binop(PyObject *a, PyObject *b, bool join)
 	return level_wrap(l);
 }
 
-static PyObject *Level_join(PyObject *self, PyObject *other)
+static PyObject *
+Level_join(PyObject *self, PyObject *other)
 {
 	if (level_check(other, "other") < 0)
 		return NULL;
 	return level_binop(self, other, true);
 }
 
-static PyObject *Level_meet(PyObject *self, PyObject *other)
+static PyObject *
+Level_meet(PyObject *self, PyObject *other)
 {
 	if (level_check(other, "other") < 0)
 		return NULL;
 	return level_binop(self, other, false);
 }
 
-static PyObject *Level_or(PyObject *a, PyObject *b)
+static PyObject *
+Level_or(PyObject *a, PyObject *b)
 {
 	return level_binop(a, b, true);
 }
 
-static PyObject *Level_and(PyObject *a, PyObject *b)
+static PyObject *
+Level_and(PyObject *a, PyObject *b)
 {
 	return level_binop(a, b, false);
 }
 
-static int Level_contains(LevelObject *self, PyObject *cat)
+static int
+Level_contains(LevelObject *self, PyObject *cat)
 {
 	long c = PyLong_AsLong(cat);
 	if (c == -1 && PyErr_Occurred())
@@ -504,12 +527,14 @@ static int Level_contains(LevelObject *self, PyObject *cat)
 	return r;
 }
 
-static PyObject *Level_get_sensitivity(LevelObject *self, void *closure)
+static PyObject *
+Level_get_sensitivity(LevelObject *self, void *closure)
 {
 	return PyLong_FromLong(clip_level_get_sensitivity(self->level));
 }
 
-static PyObject *Level_get_categories(LevelObject *self, void *closure)
+static PyObject *
+Level_get_categories(LevelObject *self, void *closure)
 {
 	PyObject *list = PyList_New(0);
 	if (!list)
@@ -530,7 +555,8 @@ static PyObject *Level_get_categories(LevelObject *self, void *closure)
 	return t;
 }
 
-static PyObject *Level_reduce(LevelObject *self, PyObject *unused)
+static PyObject *
+Level_reduce(LevelObject *self, PyObject *unused)
 {
 	PyObject *s = Level_str(self);
 	if (!s)
@@ -539,7 +565,8 @@ static PyObject *Level_reduce(LevelObject *self, PyObject *unused)
 }
 
 static PyMethodDef Level_methods[] = {
-	{ "parse", (PyCFunction)(void (*)(void))Level_parse, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+	{ "parse", (PyCFunction)(void (*)(void))Level_parse,
+	  METH_VARARGS | METH_KEYWORDS | METH_CLASS,
 	  "parse(text, names=None) -> Level: a level in MCS syntax, or a name of @names." },
 	{ "format", (PyCFunction)(void (*)(void))Level_format, METH_VARARGS | METH_KEYWORDS,
 	  "format(names=None) -> str: the level's name in @names, else its canonical text." },
@@ -547,7 +574,8 @@ static PyMethodDef Level_methods[] = {
 	  "compare(other) -> int: LEVEL_EQUAL, LEVEL_DOMINATES, LEVEL_DOMINATED or "
 	  "LEVEL_INCOMPARABLE." },
 	{ "dominates", (PyCFunction)Level_dominates, METH_O,
-	  "dominates(other) -> bool: whether self dominates or equals other (also self >= other)." },
+	  "dominates(other) -> bool: whether self dominates or equals other (also self >= "
+	  "other)." },
 	{ "join", (PyCFunction)Level_join, METH_O,
 	  "join(other) -> Level: the least upper bound (also self | other)." },
 	{ "meet", (PyCFunction)Level_meet, METH_O,
@@ -556,12 +584,11 @@ static PyMethodDef Level_methods[] = {
 	{ NULL }
 };
 
-static PyGetSetDef Level_getset[] = {
-	{ "sensitivity", (getter)Level_get_sensitivity, NULL, "the sensitivity, 0 to 15", NULL },
-	{ "categories", (getter)Level_get_categories, NULL, "the categories, ascending (a tuple)",
-	  NULL },
-	{ NULL }
-};
+static PyGetSetDef Level_getset[] = { { "sensitivity", (getter)Level_get_sensitivity, NULL,
+					"the sensitivity, 0 to 15", NULL },
+				      { "categories", (getter)Level_get_categories, NULL,
+					"the categories, ascending (a tuple)", NULL },
+				      { NULL } };
 
 static PyNumberMethods Level_as_number = {
 	.nb_or = Level_or,
@@ -591,7 +618,8 @@ static PyTypeObject LevelType = {
 	.tp_new = Level_new,
 };
 
-static PyObject *Range_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Range_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "low", "high", NULL };
 	PyObject *low, *high = NULL;
@@ -613,9 +641,9 @@ static PyObject *Range_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 		r = clip_range_new(&range, ((LevelObject *)low)->level,
 				   ((LevelObject *)high)->level);
 		if (r == -EINVAL)
-			return raise_errno_message(InvalidError, r,
-						   "the range's high level does not dominate its low one",
-						   -1);
+			return raise_errno_message(
+				InvalidError, r,
+				"the range's high level does not dominate its low one", -1);
 	}
 	if (r < 0)
 		return raise_clip(r, err);
@@ -628,13 +656,15 @@ static PyObject *Range_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return (PyObject *)o;
 }
 
-static void Range_dealloc(RangeObject *self)
+static void
+Range_dealloc(RangeObject *self)
 {
 	clip_range_unref(self->range);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Range_str(RangeObject *self)
+static PyObject *
+Range_str(RangeObject *self)
 {
 	char *s = NULL;
 	int r = clip_range_format(self->range, &s);
@@ -643,7 +673,8 @@ static PyObject *Range_str(RangeObject *self)
 	return take_string(s);
 }
 
-static PyObject *Range_repr(RangeObject *self)
+static PyObject *
+Range_repr(RangeObject *self)
 {
 	PyObject *s = Range_str(self);
 	if (!s)
@@ -653,24 +684,28 @@ static PyObject *Range_repr(RangeObject *self)
 	return r;
 }
 
-static PyObject *range_bound(RangeObject *self, bool high)
+static PyObject *
+range_bound(RangeObject *self, bool high)
 {
-	const struct clip_level *l = high ? clip_range_get_high(self->range)
-					  : clip_range_get_low(self->range);
+	const struct clip_level *l =
+		high ? clip_range_get_high(self->range) : clip_range_get_low(self->range);
 	return level_wrap(clip_level_ref((struct clip_level *)l));
 }
 
-static PyObject *Range_get_low(RangeObject *self, void *closure)
+static PyObject *
+Range_get_low(RangeObject *self, void *closure)
 {
 	return range_bound(self, false);
 }
 
-static PyObject *Range_get_high(RangeObject *self, void *closure)
+static PyObject *
+Range_get_high(RangeObject *self, void *closure)
 {
 	return range_bound(self, true);
 }
 
-static int Range_contains(RangeObject *self, PyObject *level)
+static int
+Range_contains(RangeObject *self, PyObject *level)
 {
 	if (level_check(level, "the level") < 0)
 		return -1;
@@ -682,7 +717,8 @@ static int Range_contains(RangeObject *self, PyObject *level)
 	return r;
 }
 
-static PyObject *Range_richcompare(PyObject *a, PyObject *b, int op)
+static PyObject *
+Range_richcompare(PyObject *a, PyObject *b, int op)
 {
 	if (!PyObject_TypeCheck(a, &RangeType) || !PyObject_TypeCheck(b, &RangeType) ||
 	    (op != Py_EQ && op != Py_NE))
@@ -693,11 +729,10 @@ static PyObject *Range_richcompare(PyObject *a, PyObject *b, int op)
 	return PyBool_FromLong((lo == 1 && hi == 1) == (op == Py_EQ));
 }
 
-static PyGetSetDef Range_getset[] = {
-	{ "low", (getter)Range_get_low, NULL, "the low level", NULL },
-	{ "high", (getter)Range_get_high, NULL, "the high level", NULL },
-	{ NULL }
-};
+static PyGetSetDef Range_getset[] = { { "low", (getter)Range_get_low, NULL, "the low level", NULL },
+				      { "high", (getter)Range_get_high, NULL, "the high level",
+					NULL },
+				      { NULL } };
 
 static PySequenceMethods Range_as_sequence = {
 	.sq_contains = (objobjproc)Range_contains,
@@ -719,7 +754,8 @@ static PyTypeObject RangeType = {
 	.tp_new = Range_new,
 };
 
-static PyObject *Names_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Names_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "text", NULL };
 	const char *text;
@@ -740,13 +776,15 @@ static PyObject *Names_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return (PyObject *)o;
 }
 
-static void Names_dealloc(NamesObject *self)
+static void
+Names_dealloc(NamesObject *self)
 {
 	clip_level_names_unref(self->names);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Names_parse(NamesObject *self, PyObject *args)
+static PyObject *
+Names_parse(NamesObject *self, PyObject *args)
 {
 	const char *text;
 	if (!PyArg_ParseTuple(args, "s:parse", &text))
@@ -759,7 +797,8 @@ static PyObject *Names_parse(NamesObject *self, PyObject *args)
 	return level_wrap(level);
 }
 
-static PyObject *Names_format(NamesObject *self, PyObject *level)
+static PyObject *
+Names_format(NamesObject *self, PyObject *level)
 {
 	if (level_check(level, "level") < 0)
 		return NULL;
@@ -793,15 +832,15 @@ static PyTypeObject NamesType = {
 /* Context */
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_ctx *ctx;
+	PyObject_HEAD struct clip_ctx *ctx;
 	PyObject *log; /* a callable(priority, message), a logging.Logger, or NULL */
 	bool log_is_logger;
 } ContextObject;
 
 static PyTypeObject ContextType;
 
-static int syslog_to_logging(int priority)
+static int
+syslog_to_logging(int priority)
 {
 	if (priority <= 2)
 		return 50; /* CRITICAL */
@@ -814,7 +853,8 @@ static int syslog_to_logging(int priority)
 	return 10; /* DEBUG */
 }
 
-static void log_callback(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+static void
+log_callback(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
 {
 	ContextObject *self = userdata;
 	PyGILState_STATE gil = PyGILState_Ensure();
@@ -834,7 +874,8 @@ static void log_callback(struct clip_ctx *ctx, int priority, const char *message
 }
 
 /* Set the handler: None = logging.getLogger("clip"), False = nothing. */
-static int context_set_log(ContextObject *self, PyObject *log)
+static int
+context_set_log(ContextObject *self, PyObject *log)
 {
 	PyObject *target = NULL;
 	bool is_logger = false;
@@ -860,8 +901,7 @@ static int context_set_log(ContextObject *self, PyObject *log)
 				"or False");
 		return -1;
 	}
-	int r = clip_ctx_set_log_fn(self->ctx, target ? log_callback : NULL,
-				    target ? self : NULL);
+	int r = clip_ctx_set_log_fn(self->ctx, target ? log_callback : NULL, target ? self : NULL);
 	if (r < 0) {
 		Py_XDECREF(target);
 		raise_clip(r, NULL);
@@ -872,7 +912,8 @@ static int context_set_log(ContextObject *self, PyObject *log)
 	return 0;
 }
 
-static PyObject *Context_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	ContextObject *self = (ContextObject *)type->tp_alloc(type, 0);
 	if (!self)
@@ -885,10 +926,11 @@ static PyObject *Context_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return (PyObject *)self;
 }
 
-static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
+static int
+Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "state_dir", "key_provider", "log", "log_priority", "cage_mode",
-				  NULL };
+	static char *kwlist[] = { "state_dir",    "key_provider", "log",
+				  "log_priority", "cage_mode",    NULL };
 	PyObject *state_dir = NULL, *log = NULL;
 	const char *provider = NULL;
 	int priority = -1, mode = -1;
@@ -900,9 +942,9 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 	if (state_dir) {
 		r = clip_ctx_set_state_dir(self->ctx, PyBytes_AS_STRING(state_dir));
 		if (r < 0) {
-			PyObject *msg = PyUnicode_FromFormat(
-				"state directory '%s' must be an absolute path shorter than PATH_MAX",
-				PyBytes_AS_STRING(state_dir));
+			PyObject *msg = PyUnicode_FromFormat("state directory '%s' must be an "
+							     "absolute path shorter than PATH_MAX",
+							     PyBytes_AS_STRING(state_dir));
 			Py_DECREF(state_dir);
 			if (msg) {
 				raise_errno_message(NULL, r, PyUnicode_AsUTF8(msg), -1);
@@ -936,13 +978,15 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 	return context_set_log(self, log);
 }
 
-static int Context_traverse(ContextObject *self, visitproc visit, void *arg)
+static int
+Context_traverse(ContextObject *self, visitproc visit, void *arg)
 {
 	Py_VISIT(self->log);
 	return 0;
 }
 
-static int Context_clear(ContextObject *self)
+static int
+Context_clear(ContextObject *self)
 {
 	if (self->ctx)
 		clip_ctx_set_log_fn(self->ctx, NULL, NULL);
@@ -950,7 +994,8 @@ static int Context_clear(ContextObject *self)
 	return 0;
 }
 
-static void Context_dealloc(ContextObject *self)
+static void
+Context_dealloc(ContextObject *self)
 {
 	PyObject_GC_UnTrack(self);
 	Context_clear(self);
@@ -958,7 +1003,8 @@ static void Context_dealloc(ContextObject *self)
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Context_get_state_dir(ContextObject *self, void *closure)
+static PyObject *
+Context_get_state_dir(ContextObject *self, void *closure)
 {
 	const char *s = clip_ctx_get_state_dir(self->ctx);
 	if (!s)
@@ -966,7 +1012,8 @@ static PyObject *Context_get_state_dir(ContextObject *self, void *closure)
 	return PyUnicode_DecodeFSDefault(s);
 }
 
-static PyObject *Context_get_key_provider(ContextObject *self, void *closure)
+static PyObject *
+Context_get_key_provider(ContextObject *self, void *closure)
 {
 	const char *s = clip_ctx_get_key_provider(self->ctx);
 	if (!s)
@@ -974,7 +1021,8 @@ static PyObject *Context_get_key_provider(ContextObject *self, void *closure)
 	return PyUnicode_FromString(s);
 }
 
-static PyObject *Context_get_log_priority(ContextObject *self, void *closure)
+static PyObject *
+Context_get_log_priority(ContextObject *self, void *closure)
 {
 	int r = clip_ctx_get_log_priority(self->ctx);
 	if (r < 0)
@@ -982,7 +1030,8 @@ static PyObject *Context_get_log_priority(ContextObject *self, void *closure)
 	return PyLong_FromLong(r);
 }
 
-static PyObject *Context_get_cage_mode(ContextObject *self, void *closure)
+static PyObject *
+Context_get_cage_mode(ContextObject *self, void *closure)
 {
 	int r = clip_ctx_get_cage_mode(self->ctx);
 	if (r < 0)
@@ -1001,12 +1050,14 @@ static PyGetSetDef Context_getset[] = {
 	{ NULL }
 };
 
-static int label_flags(int rootless)
+static int
+label_flags(int rootless)
 {
 	return rootless ? CLIP_LABEL_ROOTLESS : 0;
 }
 
-static PyObject *Context_label_set(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_label_set(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "level", "rootless", NULL };
 	PyObject *file, *level;
@@ -1021,15 +1072,16 @@ static PyObject *Context_label_set(ContextObject *self, PyObject *args, PyObject
 	if (fd < 0)
 		return NULL;
 	struct clip_error *err = NULL;
-	int r = clip_label_set(self->ctx, fd, ((LevelObject *)level)->level,
-			       label_flags(rootless), &err);
+	int r = clip_label_set(self->ctx, fd, ((LevelObject *)level)->level, label_flags(rootless),
+			       &err);
 	file_done(fd, owned);
 	if (r < 0)
 		return raise_clip(r, err);
 	Py_RETURN_NONE;
 }
 
-static PyObject *Context_label_get(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_label_get(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "rootless", NULL };
 	PyObject *file;
@@ -1049,7 +1101,8 @@ static PyObject *Context_label_get(ContextObject *self, PyObject *args, PyObject
 	return level_wrap(level);
 }
 
-static PyObject *label_simple(ContextObject *self, PyObject *args, PyObject *kwds, bool remove)
+static PyObject *
+label_simple(ContextObject *self, PyObject *args, PyObject *kwds, bool remove)
 {
 	static char *kwlist[] = { "file", "rootless", NULL };
 	PyObject *file;
@@ -1069,17 +1122,20 @@ static PyObject *label_simple(ContextObject *self, PyObject *args, PyObject *kwd
 	Py_RETURN_NONE;
 }
 
-static PyObject *Context_label_verify(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_label_verify(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	return label_simple(self, args, kwds, false);
 }
 
-static PyObject *Context_label_remove(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_label_remove(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	return label_simple(self, args, kwds, true);
 }
 
-static PyObject *Context_exec_check_support(ContextObject *self, PyObject *unused)
+static PyObject *
+Context_exec_check_support(ContextObject *self, PyObject *unused)
 {
 	int r = clip_exec_check_support(self->ctx);
 	if (r < 0)
@@ -1087,7 +1143,8 @@ static PyObject *Context_exec_check_support(ContextObject *self, PyObject *unuse
 	return PyLong_FromLong(r);
 }
 
-static PyObject *Context_exec_check(ContextObject *self, PyObject *file)
+static PyObject *
+Context_exec_check(ContextObject *self, PyObject *file)
 {
 	bool owned;
 	int fd = file_fd(file, O_PATH, &owned);
@@ -1101,14 +1158,15 @@ static PyObject *Context_exec_check(ContextObject *self, PyObject *file)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Context_exec_may_run_file(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_exec_may_run_file(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "name", "flags", NULL };
 	PyObject *file;
 	const char *name = NULL;
 	unsigned flags = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zI:exec_may_run_file", kwlist, &file,
-					 &name, &flags))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zI:exec_may_run_file", kwlist, &file, &name,
+					 &flags))
 		return NULL;
 	bool owned;
 	int fd = file_fd(file, O_RDONLY, &owned);
@@ -1122,15 +1180,15 @@ static PyObject *Context_exec_may_run_file(ContextObject *self, PyObject *args, 
 	return PyBool_FromLong(r == 0);
 }
 
-static PyObject *Context_exec_may_run_interactive(ContextObject *self, PyObject *args,
-						  PyObject *kwds)
+static PyObject *
+Context_exec_may_run_interactive(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "what", "flags", NULL };
 	PyObject *file = Py_None;
 	const char *what = NULL;
 	unsigned flags = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OzI:exec_may_run_interactive", kwlist,
-					 &file, &what, &flags))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OzI:exec_may_run_interactive", kwlist, &file,
+					 &what, &flags))
 		return NULL;
 	bool owned = false;
 	int fd = -1;
@@ -1144,7 +1202,8 @@ static PyObject *Context_exec_may_run_interactive(ContextObject *self, PyObject 
 	return PyBool_FromLong(r == 0);
 }
 
-static PyObject *Context_exec_open(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_exec_open(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", "flags", "dir_fd", NULL };
 	PyObject *path, *dir = Py_None;
@@ -1168,7 +1227,8 @@ static PyObject *Context_exec_open(ContextObject *self, PyObject *args, PyObject
 	return PyLong_FromLong(r);
 }
 
-static PyObject *Context_exec_allow_tree(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_exec_allow_tree(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", "flags", NULL };
 	PyObject *path;
@@ -1183,13 +1243,14 @@ static PyObject *Context_exec_allow_tree(ContextObject *self, PyObject *args, Py
 	Py_DECREF(path);
 	if (r < 0)
 		return raise_clip(r, err);
-	return Py_BuildValue("O{sKsKsKsKsK}", r == 0 ? Py_True : Py_False, "files",
-			     (unsigned long long)st.files, "changed", (unsigned long long)st.changed,
-			     "unsafe", (unsigned long long)st.unsafe, "noexec",
-			     (unsigned long long)st.noexec, "mounts", (unsigned long long)st.mounts);
+	return Py_BuildValue(
+		"O{sKsKsKsKsK}", r == 0 ? Py_True : Py_False, "files", (unsigned long long)st.files,
+		"changed", (unsigned long long)st.changed, "unsafe", (unsigned long long)st.unsafe,
+		"noexec", (unsigned long long)st.noexec, "mounts", (unsigned long long)st.mounts);
 }
 
-static PyObject *Context_get_securebits(ContextObject *self, PyObject *unused)
+static PyObject *
+Context_get_securebits(ContextObject *self, PyObject *unused)
 {
 	unsigned bits = 0;
 	int r = clip_exec_get_securebits(self->ctx, &bits);
@@ -1198,7 +1259,8 @@ static PyObject *Context_get_securebits(ContextObject *self, PyObject *unused)
 	return PyLong_FromUnsignedLong(bits);
 }
 
-static PyObject *Context_set_securebits(ContextObject *self, PyObject *args)
+static PyObject *
+Context_set_securebits(ContextObject *self, PyObject *args)
 {
 	unsigned bits;
 	if (!PyArg_ParseTuple(args, "I:set_securebits", &bits))
@@ -1210,7 +1272,8 @@ static PyObject *Context_set_securebits(ContextObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Context_open_envelope(ContextObject *self, PyObject *args)
+static PyObject *
+Context_open_envelope(ContextObject *self, PyObject *args)
 {
 	const char *target;
 	PyObject *in, *out;
@@ -1227,10 +1290,9 @@ static PyObject *Context_open_envelope(ContextObject *self, PyObject *args)
 	}
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = clip_transfer_open_envelope(self->ctx, target, in_fd, out_fd, &err);
-	Py_END_ALLOW_THREADS
-	file_done(in_fd, in_owned);
+	Py_BEGIN_ALLOW_THREADS r =
+		clip_transfer_open_envelope(self->ctx, target, in_fd, out_fd, &err);
+	Py_END_ALLOW_THREADS file_done(in_fd, in_owned);
 	file_done(out_fd, out_owned);
 	if (r < 0)
 		return raise_clip(r, err);
@@ -1238,7 +1300,8 @@ static PyObject *Context_open_envelope(ContextObject *self, PyObject *args)
 }
 
 /* Audit: verify, check and show share one walk. */
-static int audit_record(const char *record, void *userdata)
+static int
+audit_record(const char *record, void *userdata)
 {
 	PyObject *list = userdata;
 	PyObject *s = PyUnicode_FromString(record);
@@ -1251,7 +1314,8 @@ static int audit_record(const char *record, void *userdata)
 }
 
 /* mode 0: verify -> count; 1: show -> records; 2: check -> (count, warnings) */
-static PyObject *audit_walk(ContextObject *self, PyObject *args, PyObject *kwds, int mode)
+static PyObject *
+audit_walk(ContextObject *self, PyObject *args, PyObject *kwds, int mode)
 {
 	static char *kwlist[] = { "dir", "name", NULL };
 	PyObject *dir = Py_None;
@@ -1290,27 +1354,32 @@ static PyObject *audit_walk(ContextObject *self, PyObject *args, PyObject *kwds,
 	return PyLong_FromUnsignedLongLong(count);
 }
 
-static PyObject *Context_audit_verify(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_audit_verify(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	return audit_walk(self, args, kwds, 0);
 }
 
-static PyObject *Context_audit_show(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_audit_show(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	return audit_walk(self, args, kwds, 1);
 }
 
-static PyObject *Context_audit_check(ContextObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Context_audit_check(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	return audit_walk(self, args, kwds, 2);
 }
 
-static PyObject *Context_enter(PyObject *self, PyObject *unused)
+static PyObject *
+Context_enter(PyObject *self, PyObject *unused)
 {
 	return Py_NewRef(self);
 }
 
-static PyObject *Context_exit(PyObject *self, PyObject *args)
+static PyObject *
+Context_exit(PyObject *self, PyObject *args)
 {
 	Py_RETURN_FALSE;
 }
@@ -1378,7 +1447,8 @@ static PyTypeObject ContextType = {
 	.tp_new = Context_new,
 };
 
-static int context_check(PyObject *o)
+static int
+context_check(PyObject *o)
 {
 	if (!PyObject_TypeCheck(o, &ContextType)) {
 		PyErr_Format(PyExc_TypeError, "ctx must be a clip.Context, not %.100s",
@@ -1392,14 +1462,14 @@ static int context_check(PyObject *o)
 /* AuditLog */
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_audit *audit;
+	PyObject_HEAD struct clip_audit *audit;
 	PyObject *ctx;
 } AuditObject;
 
 static PyTypeObject AuditType;
 
-static PyObject *Audit_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Audit_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "ctx", "dir", "name", "syslog", NULL };
 	PyObject *ctx, *dir = Py_None;
@@ -1431,24 +1501,27 @@ static PyObject *Audit_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return (PyObject *)o;
 }
 
-static PyObject *Audit_close(AuditObject *self, PyObject *unused)
+static PyObject *
+Audit_close(AuditObject *self, PyObject *unused)
 {
 	self->audit = clip_audit_unref(self->audit);
 	Py_RETURN_NONE;
 }
 
-static void Audit_dealloc(AuditObject *self)
+static void
+Audit_dealloc(AuditObject *self)
 {
 	clip_audit_unref(self->audit);
 	Py_XDECREF(self->ctx);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Audit_append(AuditObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Audit_append(AuditObject *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "event", "source", "source_level", "target", "target_level",
-				  "name", "length", "sha256", "decision", "decided_by", "reason",
-				  NULL };
+	static char *kwlist[] = { "event",        "source",     "source_level", "target",
+				  "target_level", "name",       "length",       "sha256",
+				  "decision",     "decided_by", "reason",       NULL };
 	struct clip_audit_entry e = { .size = sizeof(e) };
 	unsigned long long length = 0;
 	const char *sha = NULL;
@@ -1471,7 +1544,8 @@ static PyObject *Audit_append(AuditObject *self, PyObject *args, PyObject *kwds)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Audit_exit(AuditObject *self, PyObject *args)
+static PyObject *
+Audit_exit(AuditObject *self, PyObject *args)
 {
 	self->audit = clip_audit_unref(self->audit);
 	Py_RETURN_FALSE;
@@ -1502,13 +1576,13 @@ static PyTypeObject AuditType = {
 /* Profile */
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_cage_profile *profile;
+	PyObject_HEAD struct clip_cage_profile *profile;
 } ProfileObject;
 
 static PyTypeObject ProfileType;
 
-static PyObject *profile_wrap(PyTypeObject *type, struct clip_cage_profile *p)
+static PyObject *
+profile_wrap(PyTypeObject *type, struct clip_cage_profile *p)
 {
 	ProfileObject *o = (ProfileObject *)type->tp_alloc(type, 0);
 	if (!o) {
@@ -1519,7 +1593,8 @@ static PyObject *profile_wrap(PyTypeObject *type, struct clip_cage_profile *p)
 	return (PyObject *)o;
 }
 
-static PyObject *Profile_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Profile_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "name", NULL };
 	const char *name;
@@ -1533,19 +1608,20 @@ static PyObject *Profile_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return profile_wrap(type, p);
 }
 
-static void Profile_dealloc(ProfileObject *self)
+static void
+Profile_dealloc(ProfileObject *self)
 {
 	clip_cage_profile_unref(self->profile);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Profile_parse(PyObject *cls, PyObject *args, PyObject *kwds)
+static PyObject *
+Profile_parse(PyObject *cls, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "text", "filename", NULL };
 	const char *text, *filename = NULL;
 	Py_ssize_t size;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#|z:parse", kwlist, &text, &size,
-					 &filename))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "s#|z:parse", kwlist, &text, &size, &filename))
 		return NULL;
 	struct clip_cage_profile *p = NULL;
 	struct clip_error *err = NULL;
@@ -1555,7 +1631,8 @@ static PyObject *Profile_parse(PyObject *cls, PyObject *args, PyObject *kwds)
 	return profile_wrap((PyTypeObject *)cls, p);
 }
 
-static PyObject *Profile_load(PyObject *cls, PyObject *args)
+static PyObject *
+Profile_load(PyObject *cls, PyObject *args)
 {
 	PyObject *file;
 	if (!PyArg_ParseTuple(args, "O:load", &file))
@@ -1579,7 +1656,8 @@ static PyObject *Profile_load(PyObject *cls, PyObject *args)
 	return profile_wrap((PyTypeObject *)cls, p);
 }
 
-static PyObject *Profile_str(ProfileObject *self)
+static PyObject *
+Profile_str(ProfileObject *self)
 {
 	char *s = NULL;
 	int r = clip_cage_profile_format(self->profile, &s);
@@ -1588,12 +1666,14 @@ static PyObject *Profile_str(ProfileObject *self)
 	return take_string(s);
 }
 
-static PyObject *Profile_format(ProfileObject *self, PyObject *unused)
+static PyObject *
+Profile_format(ProfileObject *self, PyObject *unused)
 {
 	return Profile_str(self);
 }
 
-static PyObject *Profile_dup(ProfileObject *self, PyObject *args)
+static PyObject *
+Profile_dup(ProfileObject *self, PyObject *args)
 {
 	const char *name = NULL;
 	if (!PyArg_ParseTuple(args, "|z:dup", &name))
@@ -1606,32 +1686,34 @@ static PyObject *Profile_dup(ProfileObject *self, PyObject *args)
 	return profile_wrap(Py_TYPE(self), p);
 }
 
-static PyObject *profile_done(int r, struct clip_error *err)
+static PyObject *
+profile_done(int r, struct clip_error *err)
 {
 	if (r < 0)
 		return raise_clip(r, err);
 	Py_RETURN_NONE;
 }
 
-static PyObject *Profile_set_level(ProfileObject *self, PyObject *level)
+static PyObject *
+Profile_set_level(ProfileObject *self, PyObject *level)
 {
 	if (level_check(level, "level") < 0)
 		return NULL;
 	struct clip_error *err = NULL;
-	return profile_done(clip_cage_profile_set_level(self->profile,
-							 ((LevelObject *)level)->level, &err),
-			    err);
+	int r = clip_cage_profile_set_level(self->profile, ((LevelObject *)level)->level, &err);
+	return profile_done(r, err);
 }
 
 /* setters taking one path or name */
-#define PROFILE_STR_SETTER(pyname, fn)                                         \
+#define PROFILE_STR_SETTER(pyname, fn) \
 	static PyObject *Profile_##pyname(ProfileObject *self, PyObject *args) \
-	{                                                                      \
-		const char *s;                                                 \
-		if (!PyArg_ParseTuple(args, "s:" #pyname, &s))                 \
-			return NULL;                                           \
-		struct clip_error *err = NULL;                                 \
-		return profile_done(fn(self->profile, s, &err), err);          \
+	{ \
+		const char *s; \
+		if (!PyArg_ParseTuple(args, "s:" #pyname, &s)) \
+			return NULL; \
+		struct clip_error *err = NULL; \
+		int r = fn(self->profile, s, &err); \
+		return profile_done(r, err); \
 	}
 PROFILE_STR_SETTER(set_root, clip_cage_profile_set_root)
 PROFILE_STR_SETTER(set_data_dir, clip_cage_profile_set_data_dir)
@@ -1639,7 +1721,8 @@ PROFILE_STR_SETTER(add_tmpfs, clip_cage_profile_add_tmpfs)
 PROFILE_STR_SETTER(add_capability, clip_cage_profile_add_capability)
 PROFILE_STR_SETTER(add_syscall_deny, clip_cage_profile_add_syscall_deny)
 
-static PyObject *Profile_add_bind(ProfileObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Profile_add_bind(ProfileObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "source", "target", "rw", NULL };
 	const char *source, *target;
@@ -1648,23 +1731,25 @@ static PyObject *Profile_add_bind(ProfileObject *self, PyObject *args, PyObject 
 					 &rw))
 		return NULL;
 	struct clip_error *err = NULL;
-	return profile_done(clip_cage_profile_add_bind(self->profile, source, target,
-							rw ? CLIP_CAGE_BIND_RW : 0, &err),
-			    err);
+	int r = clip_cage_profile_add_bind(self->profile, source, target,
+					   rw ? CLIP_CAGE_BIND_RW : 0, &err);
+	return profile_done(r, err);
 }
 
-static PyObject *Profile_set_network(ProfileObject *self, PyObject *args)
+static PyObject *
+Profile_set_network(ProfileObject *self, PyObject *args)
 {
 	int mode;
 	const char *address = NULL;
 	if (!PyArg_ParseTuple(args, "i|z:set_network", &mode, &address))
 		return NULL;
 	struct clip_error *err = NULL;
-	return profile_done(clip_cage_profile_set_network(self->profile, mode, address, &err),
-			    err);
+	int r = clip_cage_profile_set_network(self->profile, mode, address, &err);
+	return profile_done(r, err);
 }
 
-static PyObject *Profile_set_limits(ProfileObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Profile_set_limits(ProfileObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "cpu_quota_percent", "memory_max", "tasks_max", NULL };
 	unsigned cpu = 0;
@@ -1676,35 +1761,40 @@ static PyObject *Profile_set_limits(ProfileObject *self, PyObject *args, PyObjec
 		.size = sizeof(l), .cpu_quota_percent = cpu, .memory_max = mem, .tasks_max = tasks
 	};
 	struct clip_error *err = NULL;
-	return profile_done(clip_cage_profile_set_limits(self->profile, &l, &err), err);
+	int r = clip_cage_profile_set_limits(self->profile, &l, &err);
+	return profile_done(r, err);
 }
 
-#define PROFILE_INT_SETTER(pyname, fmt, ctype, fn)                             \
+#define PROFILE_INT_SETTER(pyname, fmt, ctype, fn) \
 	static PyObject *Profile_##pyname(ProfileObject *self, PyObject *args) \
-	{                                                                      \
-		ctype v;                                                       \
-		if (!PyArg_ParseTuple(args, fmt ":" #pyname, &v))              \
-			return NULL;                                           \
-		struct clip_error *err = NULL;                                 \
-		return profile_done(fn(self->profile, v, &err), err);          \
+	{ \
+		ctype v; \
+		if (!PyArg_ParseTuple(args, fmt ":" #pyname, &v)) \
+			return NULL; \
+		struct clip_error *err = NULL; \
+		int r = fn(self->profile, v, &err); \
+		return profile_done(r, err); \
 	}
 PROFILE_INT_SETTER(set_wx, "p", int, clip_cage_profile_set_wx)
 PROFILE_INT_SETTER(set_measure, "p", int, clip_cage_profile_set_measure)
 PROFILE_INT_SETTER(set_uid_base, "I", unsigned, clip_cage_profile_set_uid_base)
 PROFILE_INT_SETTER(set_start_timeout, "I", unsigned, clip_cage_profile_set_start_timeout)
 
-static PyObject *Profile_get_name(ProfileObject *self, void *closure)
+static PyObject *
+Profile_get_name(ProfileObject *self, void *closure)
 {
 	return PyUnicode_FromString(clip_cage_profile_get_name(self->profile));
 }
 
-static PyObject *Profile_get_level(ProfileObject *self, void *closure)
+static PyObject *
+Profile_get_level(ProfileObject *self, void *closure)
 {
 	const struct clip_level *l = clip_cage_profile_get_level(self->profile);
 	return level_wrap(clip_level_ref((struct clip_level *)l));
 }
 
-static PyObject *Profile_get_uid_base(ProfileObject *self, void *closure)
+static PyObject *
+Profile_get_uid_base(ProfileObject *self, void *closure)
 {
 	return PyLong_FromUnsignedLong(clip_cage_profile_get_uid_base(self->profile));
 }
@@ -1763,14 +1853,12 @@ static PyTypeObject ProfileType = {
 /* Cage and Process */
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_cage *cage;
+	PyObject_HEAD struct clip_cage *cage;
 	PyObject *ctx;
 } CageObject;
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_cage *cage; /* a reference of its own */
+	PyObject_HEAD struct clip_cage *cage; /* a reference of its own */
 	PyObject *ctx;
 	int pidfd;
 	int status; /* -1 until waited for */
@@ -1779,7 +1867,8 @@ typedef struct {
 static PyTypeObject CageType;
 static PyTypeObject ProcessType;
 
-static PyObject *Cage_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Cage_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "ctx", "profile", NULL };
 	PyObject *ctx, *profile;
@@ -1804,7 +1893,8 @@ static PyObject *Cage_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return (PyObject *)o;
 }
 
-static PyObject *Cage_attach(PyObject *cls, PyObject *args)
+static PyObject *
+Cage_attach(PyObject *cls, PyObject *args)
 {
 	PyObject *ctx;
 	const char *name;
@@ -1825,14 +1915,16 @@ static PyObject *Cage_attach(PyObject *cls, PyObject *args)
 	return (PyObject *)o;
 }
 
-static void Cage_dealloc(CageObject *self)
+static void
+Cage_dealloc(CageObject *self)
 {
 	clip_cage_unref(self->cage);
 	Py_XDECREF(self->ctx);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int cage_open(CageObject *self)
+static int
+cage_open(CageObject *self)
 {
 	if (!self->cage) {
 		raise_errno_message(StateError, -ECHILD, "the cage object is closed", -1);
@@ -1850,7 +1942,8 @@ struct spawn_args {
 	int *fds;
 };
 
-static void spawn_args_done(struct spawn_args *a)
+static void
+spawn_args_done(struct spawn_args *a)
 {
 	Py_XDECREF(a->keep);
 	PyMem_Free(a->argv);
@@ -1859,7 +1952,8 @@ static void spawn_args_done(struct spawn_args *a)
 }
 
 /* A NULL-terminated array of the strings of @seq (bytes kept in a->keep). */
-static const char **string_array(struct spawn_args *a, PyObject *seq, const char *what)
+static const char **
+string_array(struct spawn_args *a, PyObject *seq, const char *what)
 {
 	PyObject *fast = PySequence_Fast(seq, what);
 	if (!fast)
@@ -1888,8 +1982,9 @@ static const char **string_array(struct spawn_args *a, PyObject *seq, const char
 	return v;
 }
 
-static int spawn_args_parse(struct spawn_args *a, PyObject *argv, PyObject *env, PyObject *fds,
-			    const char *cwd, unsigned uid, unsigned gid)
+static int
+spawn_args_parse(struct spawn_args *a, PyObject *argv, PyObject *env, PyObject *fds,
+		 const char *cwd, unsigned uid, unsigned gid)
 {
 	memset(a, 0, sizeof(*a));
 	a->opts.size = sizeof(a->opts);
@@ -1897,7 +1992,8 @@ static int spawn_args_parse(struct spawn_args *a, PyObject *argv, PyObject *env,
 	if (!a->keep)
 		return -1;
 	if (PyUnicode_Check(argv) || PyBytes_Check(argv)) {
-		PyErr_SetString(PyExc_TypeError, "argv must be a sequence of arguments, not a string");
+		PyErr_SetString(PyExc_TypeError,
+				"argv must be a sequence of arguments, not a string");
 		return -1;
 	}
 	if (!(a->argv = string_array(a, argv, "argv must be a sequence")))
@@ -1964,7 +2060,8 @@ static int spawn_args_parse(struct spawn_args *a, PyObject *argv, PyObject *env,
 	return 0;
 }
 
-static PyObject *process_wrap(CageObject *cage, int pidfd)
+static PyObject *
+process_wrap(CageObject *cage, int pidfd)
 {
 	ProcessObject *p = PyObject_New(ProcessObject, &ProcessType);
 	if (!p) {
@@ -1978,16 +2075,17 @@ static PyObject *process_wrap(CageObject *cage, int pidfd)
 	return (PyObject *)p;
 }
 
-static PyObject *cage_spawn(CageObject *self, PyObject *args, PyObject *kwds, bool start)
+static PyObject *
+cage_spawn(CageObject *self, PyObject *args, PyObject *kwds, bool start)
 {
-	static char *kwlist[] = { "argv", "env", "fds", "cwd", "uid", "gid", "register",
+	static char *kwlist[] = { "argv",           "env", "fds", "cwd", "uid", "gid", "register",
 				  "end_with_first", NULL };
 	PyObject *argv, *env = NULL, *fds = NULL;
 	const char *cwd = NULL;
 	unsigned uid = 0, gid = 0;
 	int reg = 0, end_with_first = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOzIIpp:spawn", kwlist, &argv, &env,
-					 &fds, &cwd, &uid, &gid, &reg, &end_with_first))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$OOzIIpp:spawn", kwlist, &argv, &env, &fds,
+					 &cwd, &uid, &gid, &reg, &end_with_first))
 		return NULL;
 	if (cage_open(self) < 0)
 		return NULL;
@@ -2005,27 +2103,29 @@ static PyObject *cage_spawn(CageObject *self, PyObject *args, PyObject *kwds, bo
 			 (end_with_first ? CLIP_CAGE_START_END_WITH_FIRST : 0);
 	int pidfd = -1, r;
 	struct clip_error *err = NULL;
-	Py_BEGIN_ALLOW_THREADS
-	r = start ? clip_cage_start_spawn(self->cage, flags, &a.opts, &pidfd, &err)
-		  : clip_cage_spawn(self->cage, &a.opts, &pidfd, &err);
-	Py_END_ALLOW_THREADS
-	spawn_args_done(&a);
+	Py_BEGIN_ALLOW_THREADS r =
+		start ? clip_cage_start_spawn(self->cage, flags, &a.opts, &pidfd, &err)
+		      : clip_cage_spawn(self->cage, &a.opts, &pidfd, &err);
+	Py_END_ALLOW_THREADS spawn_args_done(&a);
 	if (r < 0)
 		return raise_clip(r, err);
 	return process_wrap(self, pidfd);
 }
 
-static PyObject *Cage_spawn(CageObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Cage_spawn(CageObject *self, PyObject *args, PyObject *kwds)
 {
 	return cage_spawn(self, args, kwds, false);
 }
 
-static PyObject *Cage_start_spawn(CageObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Cage_start_spawn(CageObject *self, PyObject *args, PyObject *kwds)
 {
 	return cage_spawn(self, args, kwds, true);
 }
 
-static PyObject *Cage_start(CageObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Cage_start(CageObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "register", NULL };
 	int reg = 0;
@@ -2035,27 +2135,24 @@ static PyObject *Cage_start(CageObject *self, PyObject *args, PyObject *kwds)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = clip_cage_start(self->cage, reg ? CLIP_CAGE_START_REGISTER : 0, &err);
-	Py_END_ALLOW_THREADS
-	if (r < 0)
-		return raise_clip(r, err);
+	Py_BEGIN_ALLOW_THREADS r =
+		clip_cage_start(self->cage, reg ? CLIP_CAGE_START_REGISTER : 0, &err);
+	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
 	Py_RETURN_NONE;
 }
 
-static PyObject *cage_stop(CageObject *self, unsigned grace_ms)
+static PyObject *
+cage_stop(CageObject *self, unsigned grace_ms)
 {
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = clip_cage_stop(self->cage, grace_ms, &err);
-	Py_END_ALLOW_THREADS
-	if (r < 0)
-		return raise_clip(r, err);
+	Py_BEGIN_ALLOW_THREADS r = clip_cage_stop(self->cage, grace_ms, &err);
+	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
 	Py_RETURN_NONE;
 }
 
-static PyObject *Cage_stop(CageObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Cage_stop(CageObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "grace_ms", NULL };
 	unsigned grace = 1000;
@@ -2066,7 +2163,8 @@ static PyObject *Cage_stop(CageObject *self, PyObject *args, PyObject *kwds)
 	return cage_stop(self, grace);
 }
 
-static int timeout_ms(PyObject *timeout, int *ret)
+static int
+timeout_ms(PyObject *timeout, int *ret)
 {
 	if (!timeout || timeout == Py_None) {
 		*ret = -1;
@@ -2083,7 +2181,8 @@ static int timeout_ms(PyObject *timeout, int *ret)
 	return 0;
 }
 
-static PyObject *Cage_wait(CageObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Cage_wait(CageObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "timeout", NULL };
 	PyObject *timeout = NULL;
@@ -2092,18 +2191,16 @@ static PyObject *Cage_wait(CageObject *self, PyObject *args, PyObject *kwds)
 	    timeout_ms(timeout, &ms) < 0 || cage_open(self) < 0)
 		return NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = clip_cage_wait(self->cage, ms);
-	Py_END_ALLOW_THREADS
-	if (r == -ENODATA)
-		return raise_errno_message(TimeoutErr, -ETIMEDOUT,
-					   "the cage is still running at the timeout", -1);
+	Py_BEGIN_ALLOW_THREADS r = clip_cage_wait(self->cage, ms);
+	Py_END_ALLOW_THREADS if (r == -ENODATA) return raise_errno_message(
+		TimeoutErr, -ETIMEDOUT, "the cage is still running at the timeout", -1);
 	if (r < 0)
 		return raise_clip(r, NULL);
 	Py_RETURN_NONE;
 }
 
-static PyObject *Cage_signal(CageObject *self, PyObject *args)
+static PyObject *
+Cage_signal(CageObject *self, PyObject *args)
 {
 	int sig;
 	if (!PyArg_ParseTuple(args, "i:signal", &sig) || cage_open(self) < 0)
@@ -2114,7 +2211,8 @@ static PyObject *Cage_signal(CageObject *self, PyObject *args)
 	return PyLong_FromLong(r);
 }
 
-static PyObject *Cage_fileno(CageObject *self, PyObject *unused)
+static PyObject *
+Cage_fileno(CageObject *self, PyObject *unused)
 {
 	if (cage_open(self) < 0)
 		return NULL;
@@ -2124,7 +2222,8 @@ static PyObject *Cage_fileno(CageObject *self, PyObject *unused)
 	return PyLong_FromLong(r);
 }
 
-static PyObject *Cage_get_pids(CageObject *self, void *closure)
+static PyObject *
+Cage_get_pids(CageObject *self, void *closure)
 {
 	if (cage_open(self) < 0)
 		return NULL;
@@ -2140,21 +2239,24 @@ static PyObject *Cage_get_pids(CageObject *self, void *closure)
 	return t;
 }
 
-static PyObject *Cage_get_state(CageObject *self, void *closure)
+static PyObject *
+Cage_get_state(CageObject *self, void *closure)
 {
 	if (cage_open(self) < 0)
 		return NULL;
 	return PyLong_FromLong(clip_cage_get_state(self->cage));
 }
 
-static PyObject *Cage_get_missing(CageObject *self, void *closure)
+static PyObject *
+Cage_get_missing(CageObject *self, void *closure)
 {
 	if (cage_open(self) < 0)
 		return NULL;
 	return PyLong_FromLong(clip_cage_get_missing(self->cage));
 }
 
-static PyObject *Cage_get_profile(CageObject *self, void *closure)
+static PyObject *
+Cage_get_profile(CageObject *self, void *closure)
 {
 	if (cage_open(self) < 0)
 		return NULL;
@@ -2162,18 +2264,21 @@ static PyObject *Cage_get_profile(CageObject *self, void *closure)
 	return profile_wrap(&ProfileType, clip_cage_profile_ref((struct clip_cage_profile *)p));
 }
 
-static PyObject *Cage_get_closed(CageObject *self, void *closure)
+static PyObject *
+Cage_get_closed(CageObject *self, void *closure)
 {
 	return PyBool_FromLong(!self->cage);
 }
 
-static PyObject *Cage_close(CageObject *self, PyObject *unused)
+static PyObject *
+Cage_close(CageObject *self, PyObject *unused)
 {
 	self->cage = clip_cage_unref(self->cage);
 	Py_RETURN_NONE;
 }
 
-static PyObject *Cage_exit(CageObject *self, PyObject *args)
+static PyObject *
+Cage_exit(CageObject *self, PyObject *args)
 {
 	if (self->cage && clip_cage_get_state(self->cage) == CLIP_CAGE_RUNNING) {
 		PyObject *r = cage_stop(self, 1000);
@@ -2232,7 +2337,8 @@ static PyTypeObject CageType = {
 	.tp_new = Cage_new,
 };
 
-static void Process_dealloc(ProcessObject *self)
+static void
+Process_dealloc(ProcessObject *self)
 {
 	if (self->pidfd >= 0)
 		close(self->pidfd);
@@ -2241,32 +2347,33 @@ static void Process_dealloc(ProcessObject *self)
 	PyObject_Free(self);
 }
 
-static PyObject *Process_fileno(ProcessObject *self, PyObject *unused)
+static PyObject *
+Process_fileno(ProcessObject *self, PyObject *unused)
 {
 	if (self->pidfd < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed", -1);
+		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed",
+					   -1);
 	return PyLong_FromLong(self->pidfd);
 }
 
-static PyObject *Process_wait(ProcessObject *self, PyObject *unused)
+static PyObject *
+Process_wait(ProcessObject *self, PyObject *unused)
 {
 	if (self->status >= 0)
 		return PyLong_FromLong(self->status);
 	if (self->pidfd < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed", -1);
-	int status = -1, r;
-	Py_BEGIN_ALLOW_THREADS
-	r = clip_cage_wait_process(self->cage, self->pidfd, &status);
-	Py_END_ALLOW_THREADS
-	if (r < 0)
-		return raise_errno_message(StateError, r,
-					   "not a process spawned in this cage, or waited for already",
+		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed",
 					   -1);
+	int status = -1, r;
+	Py_BEGIN_ALLOW_THREADS r = clip_cage_wait_process(self->cage, self->pidfd, &status);
+	Py_END_ALLOW_THREADS if (r < 0) return raise_errno_message(
+		StateError, r, "not a process spawned in this cage, or waited for already", -1);
 	self->status = status;
 	return PyLong_FromLong(status);
 }
 
-static PyObject *Process_close(ProcessObject *self, PyObject *unused)
+static PyObject *
+Process_close(ProcessObject *self, PyObject *unused)
 {
 	if (self->pidfd >= 0)
 		close(self->pidfd);
@@ -2274,19 +2381,22 @@ static PyObject *Process_close(ProcessObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Process_get_returncode(ProcessObject *self, void *closure)
+static PyObject *
+Process_get_returncode(ProcessObject *self, void *closure)
 {
 	if (self->status < 0)
 		Py_RETURN_NONE;
 	return PyLong_FromLong(self->status);
 }
 
-static PyObject *Process_get_pidfd(ProcessObject *self, void *closure)
+static PyObject *
+Process_get_pidfd(ProcessObject *self, void *closure)
 {
 	return PyLong_FromLong(self->pidfd);
 }
 
-static PyObject *Process_exit(ProcessObject *self, PyObject *args)
+static PyObject *
+Process_exit(ProcessObject *self, PyObject *args)
 {
 	return Process_close(self, NULL);
 }
@@ -2302,12 +2412,11 @@ static PyMethodDef Process_methods[] = {
 	{ NULL }
 };
 
-static PyGetSetDef Process_getset[] = {
-	{ "pidfd", (getter)Process_get_pidfd, NULL, "the pidfd (-1 once closed)", NULL },
-	{ "returncode", (getter)Process_get_returncode, NULL,
-	  "the status wait() returned, or None", NULL },
-	{ NULL }
-};
+static PyGetSetDef Process_getset[] = { { "pidfd", (getter)Process_get_pidfd, NULL,
+					  "the pidfd (-1 once closed)", NULL },
+					{ "returncode", (getter)Process_get_returncode, NULL,
+					  "the status wait() returned, or None", NULL },
+					{ NULL } };
 
 static PyTypeObject ProcessType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Process",
@@ -2334,24 +2443,23 @@ static PyStructSequence_Field result_fields[] = {
 	{ "encrypted", "whether it was delivered in an envelope" },
 	{ NULL }
 };
-static PyStructSequence_Desc result_desc = {
-	"clip.TransferResult", "The mediator's answer to a transfer.", result_fields, 7
-};
+static PyStructSequence_Desc result_desc = { "clip.TransferResult",
+					     "The mediator's answer to a transfer.", result_fields,
+					     7 };
 
 typedef struct {
-	PyObject_HEAD
-	int sock;
+	PyObject_HEAD int sock;
 } ClientObject;
 
 typedef struct {
-	PyObject_HEAD
-	struct clip_transfer *transfer;
+	PyObject_HEAD struct clip_transfer *transfer;
 } TransferObject;
 
 static PyTypeObject ClientType;
 static PyTypeObject TransferType;
 
-static PyObject *Client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+static PyObject *
+Client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", NULL };
 	PyObject *path = NULL;
@@ -2361,10 +2469,9 @@ static PyObject *Client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	int sock = -1;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = clip_transfer_connect(&sock, path ? PyBytes_AS_STRING(path) : NULL, &err);
-	Py_END_ALLOW_THREADS
-	Py_XDECREF(path);
+	Py_BEGIN_ALLOW_THREADS r =
+		clip_transfer_connect(&sock, path ? PyBytes_AS_STRING(path) : NULL, &err);
+	Py_END_ALLOW_THREADS Py_XDECREF(path);
 	if (r < 0)
 		return raise_clip(r, err);
 	ClientObject *o = (ClientObject *)type->tp_alloc(type, 0);
@@ -2376,14 +2483,16 @@ static PyObject *Client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	return (PyObject *)o;
 }
 
-static void Client_dealloc(ClientObject *self)
+static void
+Client_dealloc(ClientObject *self)
 {
 	if (self->sock >= 0)
 		close(self->sock);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Client_close(ClientObject *self, PyObject *unused)
+static PyObject *
+Client_close(ClientObject *self, PyObject *unused)
 {
 	if (self->sock >= 0)
 		close(self->sock);
@@ -2391,20 +2500,24 @@ static PyObject *Client_close(ClientObject *self, PyObject *unused)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Client_exit(ClientObject *self, PyObject *args)
+static PyObject *
+Client_exit(ClientObject *self, PyObject *args)
 {
 	Client_close(self, NULL);
 	Py_RETURN_FALSE;
 }
 
-static PyObject *Client_fileno(ClientObject *self, PyObject *unused)
+static PyObject *
+Client_fileno(ClientObject *self, PyObject *unused)
 {
 	if (self->sock < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed", -1);
+		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed",
+					   -1);
 	return PyLong_FromLong(self->sock);
 }
 
-static PyObject *transfer_result(struct clip_transfer *t)
+static PyObject *
+transfer_result(struct clip_transfer *t)
 {
 	PyObject *res = PyStructSequence_New(&ResultType);
 	if (!res)
@@ -2415,12 +2528,15 @@ static PyObject *transfer_result(struct clip_transfer *t)
 	clip_transfer_get_digest(t, &size, sha, &enc);
 	int e = clip_transfer_get_error(t);
 	PyStructSequence_SET_ITEM(res, 0, PyLong_FromLong(clip_transfer_get_status(t)));
-	PyStructSequence_SET_ITEM(res, 1, PyUnicode_DecodeUTF8(clip_transfer_get_name(t),
-							       (Py_ssize_t)strlen(clip_transfer_get_name(t)),
-							       "surrogateescape"));
-	PyStructSequence_SET_ITEM(res, 2, PyUnicode_DecodeUTF8(clip_transfer_get_message(t),
-							       (Py_ssize_t)strlen(clip_transfer_get_message(t)),
-							       "replace"));
+	PyStructSequence_SET_ITEM(
+		res, 1,
+		PyUnicode_DecodeUTF8(clip_transfer_get_name(t),
+				     (Py_ssize_t)strlen(clip_transfer_get_name(t)),
+				     "surrogateescape"));
+	PyStructSequence_SET_ITEM(
+		res, 2,
+		PyUnicode_DecodeUTF8(clip_transfer_get_message(t),
+				     (Py_ssize_t)strlen(clip_transfer_get_message(t)), "replace"));
 	PyStructSequence_SET_ITEM(res, 3, PyLong_FromLong(e < 0 ? -e : 0));
 	PyStructSequence_SET_ITEM(res, 4, PyLong_FromUnsignedLongLong(size));
 	PyStructSequence_SET_ITEM(res, 5, PyBytes_FromStringAndSize((const char *)sha, 32));
@@ -2434,7 +2550,8 @@ static PyObject *transfer_result(struct clip_transfer *t)
 }
 
 /* The result, or with @check the exception of a denial or failure. */
-static PyObject *transfer_outcome(struct clip_transfer *t, bool check)
+static PyObject *
+transfer_outcome(struct clip_transfer *t, bool check)
 {
 	PyObject *res = transfer_result(t);
 	if (!res || !check)
@@ -2451,7 +2568,7 @@ static PyObject *transfer_outcome(struct clip_transfer *t, bool check)
 	const char *msg = clip_transfer_get_message(t);
 	char buf[1200];
 	snprintf(buf, sizeof(buf), "%s: %s",
-		 status == CLIP_TRANSFER_DENIED_USER	 ? "denied by the user"
+		 status == CLIP_TRANSFER_DENIED_USER     ? "denied by the user"
 		 : status == CLIP_TRANSFER_DENIED_POLICY ? "denied by the policy"
 							 : "failed",
 		 *msg ? msg : strerror(-e));
@@ -2466,16 +2583,18 @@ static PyObject *transfer_outcome(struct clip_transfer *t, bool check)
 	return NULL;
 }
 
-static PyObject *Client_request(ClientObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Client_request(ClientObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "target", "name", "note", NULL };
 	PyObject *file;
 	const char *target, *name, *note = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oss|z:request", kwlist, &file, &target,
-					 &name, &note))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oss|z:request", kwlist, &file, &target, &name,
+					 &note))
 		return NULL;
 	if (self->sock < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed", -1);
+		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed",
+					   -1);
 	bool owned;
 	int fd = file_fd(file, O_RDONLY, &owned);
 	if (fd < 0)
@@ -2495,17 +2614,17 @@ static PyObject *Client_request(ClientObject *self, PyObject *args, PyObject *kw
 	return (PyObject *)o;
 }
 
-static PyObject *transfer_wait(TransferObject *self, PyObject *timeout)
+static PyObject *
+transfer_wait(TransferObject *self, PyObject *timeout)
 {
 	int ms;
 	if (timeout_ms(timeout, &ms) < 0)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS
-	r = clip_transfer_wait(self->transfer, ms, &err);
-	Py_END_ALLOW_THREADS
-	if (r == -EAGAIN) {
+	Py_BEGIN_ALLOW_THREADS r = clip_transfer_wait(self->transfer, ms, &err);
+	Py_END_ALLOW_THREADS if (r == -EAGAIN)
+	{
 		clip_error_free(err);
 		return raise_errno_message(TimeoutErr, -ETIMEDOUT,
 					   "no answer from the mediator within the timeout", -1);
@@ -2515,14 +2634,15 @@ static PyObject *transfer_wait(TransferObject *self, PyObject *timeout)
 	Py_RETURN_NONE;
 }
 
-static PyObject *Client_send(ClientObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Client_send(ClientObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "target", "name", "note", "timeout", "check", NULL };
 	PyObject *file, *timeout = Py_None;
 	const char *target, *name, *note = NULL;
 	int check = 1;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oss|z$Op:send", kwlist, &file, &target,
-					 &name, &note, &timeout, &check))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oss|z$Op:send", kwlist, &file, &target, &name,
+					 &note, &timeout, &check))
 		return NULL;
 	PyObject *req_args = Py_BuildValue("(Oss)", file, target, name);
 	if (!req_args)
@@ -2565,18 +2685,21 @@ static PyTypeObject ClientType = {
 	.tp_new = Client_new,
 };
 
-static void Transfer_dealloc(TransferObject *self)
+static void
+Transfer_dealloc(TransferObject *self)
 {
 	clip_transfer_unref(self->transfer);
 	PyObject_Free(self);
 }
 
-static PyObject *Transfer_fileno(TransferObject *self, PyObject *unused)
+static PyObject *
+Transfer_fileno(TransferObject *self, PyObject *unused)
 {
 	return PyLong_FromLong(clip_transfer_get_fd(self->transfer));
 }
 
-static PyObject *Transfer_dispatch(TransferObject *self, PyObject *unused)
+static PyObject *
+Transfer_dispatch(TransferObject *self, PyObject *unused)
 {
 	struct clip_error *err = NULL;
 	int r = clip_transfer_dispatch(self->transfer, &err);
@@ -2585,7 +2708,8 @@ static PyObject *Transfer_dispatch(TransferObject *self, PyObject *unused)
 	return PyBool_FromLong(r);
 }
 
-static PyObject *Transfer_wait(TransferObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Transfer_wait(TransferObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "timeout", NULL };
 	PyObject *timeout = Py_None;
@@ -2594,7 +2718,8 @@ static PyObject *Transfer_wait(TransferObject *self, PyObject *args, PyObject *k
 	return transfer_wait(self, timeout);
 }
 
-static PyObject *Transfer_result(TransferObject *self, PyObject *args, PyObject *kwds)
+static PyObject *
+Transfer_result(TransferObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "check", NULL };
 	int check = 1;
@@ -2630,15 +2755,15 @@ static PyTypeObject TransferType = {
 /* ------------------------------------------------------------------------ */
 /* Module */
 
-static PyObject *mod_version(PyObject *self, PyObject *unused)
+static PyObject *
+mod_version(PyObject *self, PyObject *unused)
 {
 	return PyUnicode_FromString(clip_version());
 }
 
-static PyMethodDef module_methods[] = {
-	{ "version", mod_version, METH_NOARGS, "version() -> str: the loaded libclip's version." },
-	{ NULL }
-};
+static PyMethodDef module_methods[] = { { "version", mod_version, METH_NOARGS,
+					  "version() -> str: the loaded libclip's version." },
+					{ NULL } };
 
 static struct PyModuleDef clip_module = {
 	PyModuleDef_HEAD_INIT,
@@ -2650,8 +2775,8 @@ static struct PyModuleDef clip_module = {
 	.m_methods = module_methods,
 };
 
-static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObject *bases,
-			 const char *doc)
+static int
+add_exception(PyObject *m, PyObject **slot, const char *name, PyObject *bases, const char *doc)
 {
 	char full[64];
 	snprintf(full, sizeof(full), "clip.%s", name);
@@ -2661,8 +2786,8 @@ static int add_exception(PyObject *m, PyObject **slot, const char *name, PyObjec
 	return PyModule_AddObjectRef(m, name, *slot);
 }
 
-static int add_family(PyObject *m, PyObject **slot, const char *name, PyObject *builtin,
-		      const char *doc)
+static int
+add_family(PyObject *m, PyObject **slot, const char *name, PyObject *builtin, const char *doc)
 {
 	PyObject *bases = builtin ? PyTuple_Pack(2, Error, builtin) : PyTuple_Pack(1, Error);
 	if (!bases)
@@ -2672,17 +2797,23 @@ static int add_family(PyObject *m, PyObject **slot, const char *name, PyObject *
 	return r;
 }
 
-static int add_types(PyObject *m)
+static int
+add_types(PyObject *m)
 {
 	struct {
 		PyTypeObject *type;
 		const char *name;
 	} types[] = {
-		{ &LevelType, "Level" },	 { &RangeType, "Range" },
-		{ &NamesType, "LevelNames" },	 { &ContextType, "Context" },
-		{ &AuditType, "AuditLog" },	 { &ProfileType, "Profile" },
-		{ &CageType, "Cage" },		 { &ProcessType, "Process" },
-		{ &ClientType, "TransferClient" }, { &TransferType, "Transfer" },
+		{ &LevelType, "Level" },
+		{ &RangeType, "Range" },
+		{ &NamesType, "LevelNames" },
+		{ &ContextType, "Context" },
+		{ &AuditType, "AuditLog" },
+		{ &ProfileType, "Profile" },
+		{ &CageType, "Cage" },
+		{ &ProcessType, "Process" },
+		{ &ClientType, "TransferClient" },
+		{ &TransferType, "Transfer" },
 	};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		if (PyType_Ready(types[i].type) < 0 ||
@@ -2695,7 +2826,8 @@ static int add_types(PyObject *m)
 	return 0;
 }
 
-static int add_constants(PyObject *m)
+static int
+add_constants(PyObject *m)
 {
 #define C(name, value) \
 	if (PyModule_AddIntConstant(m, name, (long)(value)) < 0) \
@@ -2747,7 +2879,8 @@ static int add_constants(PyObject *m)
 }
 
 PyMODINIT_FUNC PyInit_clip(void);
-PyMODINIT_FUNC PyInit_clip(void)
+PyMODINIT_FUNC
+PyInit_clip(void)
 {
 	PyObject *m = PyModule_Create(&clip_module);
 	if (!m)
@@ -2760,7 +2893,8 @@ PyMODINIT_FUNC PyInit_clip(void)
 		goto fail;
 	Py_CLEAR(base);
 	if (add_family(m, &InvalidError, "InvalidError", PyExc_ValueError,
-		       "EINVAL, E2BIG, ERANGE, ENAMETOOLONG, EILSEQ: a bad argument or input.") < 0 ||
+		       "EINVAL, E2BIG, ERANGE, ENAMETOOLONG, EILSEQ: a bad argument or input.") <
+		    0 ||
 	    add_family(m, &PermissionDenied, "PermissionDenied", PyExc_PermissionError,
 		       "EPERM, EACCES, EROFS: refused.") < 0 ||
 	    add_family(m, &NotFoundError, "NotFoundError", NULL,

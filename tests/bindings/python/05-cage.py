@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Cages (the scenarios of tests/unit/cage and examples/init-cage.c): a
+# profile from text, from a file and from the builder; start, spawn with
+# argv, env and fds, wait on the pidfds with selectors, stop.
+import errno
+import gc
+import os
+import selectors
+import signal
+
+import pytest
+
+import clip
+
+PROFILE = """[Cage]
+Name=pyfile
+Level=s1:c2
+"""
+
+
+def test_profile_builder():
+    p = clip.Profile("pybuilt")
+    p.set_level(clip.Level("s2:c1"))
+    p.add_bind("/srv", "/srv", rw=True)
+    p.add_tmpfs("/scratch")
+    p.set_network(clip.CAGE_NET_LOOPBACK)
+    p.set_limits(memory_max=64 << 20, tasks_max=32)
+    p.add_capability("CAP_NET_BIND_SERVICE")
+    p.add_syscall_deny("ptrace")
+    p.set_wx(True)
+    p.set_start_timeout(20)
+    assert p.name == "pybuilt" and p.level == clip.Level("s2:c1")
+    text = p.format()
+    assert "/scratch" in text and str(p) == text
+    again = clip.Profile.parse(text, "again")
+    assert again.format() == text
+    copy = p.dup("pycopy")
+    assert copy.name == "pycopy" and copy.level == p.level
+
+
+def test_profile_refusals():
+    with pytest.raises(clip.InvalidError):
+        clip.Profile("-bad")
+    p = clip.Profile("pyref")
+    with pytest.raises(clip.InvalidError) as e:
+        p.add_bind("/srv", "/x/")
+    assert "/x/" in e.value.strerror
+    with pytest.raises(clip.InvalidError):
+        p.add_capability("CAP_NOPE")
+    with pytest.raises(clip.InvalidError):
+        p.set_network(9)
+    with pytest.raises(clip.InvalidError) as e:
+        clip.Profile.parse("[Cage]\nName=x\nBogus=1\n", "bogus.cage")
+    assert "bogus.cage" in e.value.strerror and e.value.offset is not None
+    with pytest.raises(TypeError):
+        p.set_level("s1")
+
+
+def test_profile_load(tmp_path):
+    f = tmp_path / "pyfile.cage"
+    f.write_text(PROFILE)
+    p = clip.Profile.load(f)
+    assert p.name == "pyfile" and p.level == clip.Level("s1:c2")
+    with open(f) as fo:
+        assert clip.Profile.load(fo).name == "pyfile"
+    with pytest.raises(clip.NotFoundError):
+        clip.Profile.load(tmp_path / "missing.cage")
+    with pytest.raises(clip.BadFileError):
+        clip.Profile.load(tmp_path)
+
+
+def wait_readable(fileobj, timeout=30):
+    with selectors.DefaultSelector() as sel:
+        sel.register(fileobj, selectors.EVENT_READ)
+        return [key.fileobj for key, _ in sel.select(timeout)]
+
+
+def test_start_spawn_wait_stop(ctx, tmp_path):
+    r, w = os.pipe()
+    with clip.Cage(ctx, clip.Profile("pycage")) as cage:
+        assert cage.state == clip.CAGE_NEW
+        cage.start()
+        assert cage.state == clip.CAGE_RUNNING
+        assert len(cage.pids) >= 1
+        with cage.spawn(["/bin/sh", "-c", 'echo "$GREETING"; exit 3'],
+                        env={"GREETING": "hello"}, fds=[os.open("/dev/null", os.O_RDONLY), w, w]) as proc:
+            os.close(w)
+            # The pidfd polls readable when the process exits.
+            assert wait_readable(proc) == [proc]
+            assert proc.wait() == 3 and proc.returncode == 3
+        assert os.read(r, 100) == b"hello\n"
+        with cage.spawn(["sh", "-c", "kill -TERM $$"], env=["PATH=/usr/bin:/bin"]) as proc:
+            assert proc.wait() == 128 + signal.SIGTERM
+        assert cage.fileno() >= 0
+    os.close(r)
+    assert cage.closed
+    with pytest.raises(clip.StateError):
+        cage.start()
+
+
+def test_spawn_refusals(ctx):
+    with clip.Cage(ctx, clip.Profile("pyrefuse")) as cage:
+        with pytest.raises(clip.StateError):
+            cage.spawn(["/bin/true"])
+        with pytest.raises(clip.StateError):
+            cage.fileno()
+        cage.start()
+        with pytest.raises(clip.BusyError):
+            cage.start()
+        with pytest.raises(clip.NotFoundError) as e:
+            cage.spawn(["/nonexistent/cmd"])
+        assert "/nonexistent/cmd" in e.value.strerror
+        with pytest.raises(TypeError):
+            cage.spawn("/bin/true")
+        with pytest.raises(clip.BadFileError):
+            cage.spawn(["/bin/true"], fds=[9999])
+        proc = cage.spawn(["/bin/true"])
+        assert proc.wait() == 0
+        assert proc.wait() == 0  # kept, not asked twice
+        cage.stop(grace_ms=100)
+        assert cage.state == clip.CAGE_STOPPED
+        with pytest.raises(clip.StateError):
+            cage.stop()
+
+
+def test_start_spawn_end_with_first_and_cage_fd(ctx):
+    cage = clip.Cage(ctx, clip.Profile("pyfirst"))
+    proc = cage.start_spawn(["/bin/sh", "-c", "exit 7"], end_with_first=True)
+    assert wait_readable(proc) == [proc]
+    assert proc.wait() == 7
+    # The cage ends with its first process: its fd polls readable too.
+    assert wait_readable(cage.fileno()) == [cage.fileno()]
+    cage.wait(timeout=10)
+    assert cage.state == clip.CAGE_STOPPED
+    cage.close()
+
+
+def test_wait_timeout_and_signal(ctx):
+    with clip.Cage(ctx, clip.Profile("pywait")) as cage:
+        cage.start()
+        proc = cage.spawn(["/bin/sleep", "30"])
+        assert cage.signal(0) == 1
+        with pytest.raises(clip.TimeoutError):
+            cage.wait(timeout=0.05)
+        assert cage.signal(signal.SIGKILL) == 1
+        assert proc.wait() == 128 + signal.SIGKILL
+
+
+def test_process_outlives_cage_and_ctx(state_dir):
+    ctx = clip.Context(state_dir=state_dir, log=False)
+    cage = clip.Cage(ctx, clip.Profile("pyorder"))
+    proc = cage.start_spawn(["/bin/sh", "-c", "exit 5"], end_with_first=True)
+    del ctx
+    cage.close()
+    gc.collect()
+    # The cage object is closed; the process kept its own reference.
+    assert proc.wait() == 5
+    with pytest.raises(clip.StateError):
+        cage.stop()
+    del cage, proc
+    gc.collect()
+
+
+def test_attach_and_register(ctx):
+    with clip.Cage(ctx, clip.Profile("pyreg")) as cage:
+        cage.start(register=True)
+        other = clip.Cage.attach(ctx, "pyreg")
+        assert other.state == clip.CAGE_RUNNING
+        other.close()
+    with pytest.raises(clip.NotFoundError):
+        clip.Cage.attach(ctx, "pyreg")

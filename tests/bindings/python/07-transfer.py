@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# The transfer client against a real clipd (the scenarios of
+# tests/integration/transfer-e2e.sh): a delivery as a value, a denial by the
+# policy as TransferDenied (or a value with check=False), a request polled
+# with selectors, refusals; then the audit trail clipd wrote, verified and
+# shown through the binding.
+import hashlib
+import os
+import selectors
+import subprocess
+
+import pytest
+
+import clip
+from conftest import LABEL_ROOTLESS, program
+
+DOC = os.urandom(3000)
+
+
+@pytest.fixture(scope="module")
+def mediator(tmp_path_factory):
+    d = tmp_path_factory.mktemp("xfer")
+    for sub in ("cfg", "state", "run", "in-low", "in-mid"):
+        (d / sub).mkdir()
+    (d / "state").chmod(0o700)
+    (d / "cfg" / "policy").write_text("low mid allow\n")
+    (d / "cfg" / "cages").write_text(
+        f"low s0 {d}/in-low {d}/run/low.sock\nmid s1 {d}/in-mid {d}/run/mid.sock\n")
+    r, w = os.pipe()
+    args = [program("clipd"), "--config", str(d / "cfg"), "--state-dir", str(d / "state"),
+            "--agent-socket", str(d / "run" / "confirm.sock"), "--ready-fd", str(w)]
+    if LABEL_ROOTLESS:
+        args.append("--rootless")
+    log = open(d / "clipd.log", "wb")
+    clipd = subprocess.Popen(args, pass_fds=[w], stderr=log)
+    os.close(w)
+    with os.fdopen(r) as ready:
+        line = ready.readline().strip()
+    if line != "READY=1":
+        clipd.kill()
+        clipd.wait()
+        pytest.fail("clipd did not start: " + (d / "clipd.log").read_text())
+    (d / "doc.bin").write_bytes(DOC)
+    yield d
+    clipd.terminate()
+    clipd.wait(timeout=30)
+    log.close()
+
+
+def test_send_delivered_as_a_value(mediator):
+    with clip.TransferClient(mediator / "run" / "low.sock") as client:
+        result = client.send(mediator / "doc.bin", "mid", "doc.bin", "quarterly figures")
+    assert isinstance(result, clip.TransferResult)
+    assert result.status == clip.TRANSFER_DELIVERED and result.name == "doc.bin"
+    assert result.size == 3000 and result.sha256 == hashlib.sha256(DOC).digest()
+    assert result.encrypted is False and result.error == 0
+    assert (mediator / "in-mid" / "doc.bin").read_bytes() == DOC
+
+
+def test_send_denied_as_an_exception(mediator):
+    with clip.TransferClient(str(mediator / "run" / "mid.sock")) as client:
+        with open(mediator / "doc.bin", "rb") as f:
+            with pytest.raises(clip.TransferDenied) as e:
+                client.send(f, "low", "doc.bin")
+    assert e.value.status == clip.TRANSFER_DENIED_POLICY
+    assert e.value.errno == 13 and "no rule allows it" in e.value.strerror
+    assert isinstance(e.value, PermissionError)
+    assert not (mediator / "in-low" / "doc.bin").exists()
+
+
+def test_send_denied_as_a_value(mediator):
+    with clip.TransferClient(mediator / "run" / "mid.sock") as client:
+        result = client.send(mediator / "doc.bin", "low", "doc.bin", check=False)
+    assert result.status == clip.TRANSFER_DENIED_POLICY and "no rule" in result.message
+
+
+def test_request_polled_with_selectors(mediator):
+    with clip.TransferClient(mediator / "run" / "low.sock") as client:
+        transfer = client.request(mediator / "doc.bin", "mid", "polled.bin")
+        with selectors.DefaultSelector() as sel:
+            sel.register(transfer, selectors.EVENT_READ)
+            answered = False
+            while not answered:
+                assert sel.select(30), "no answer within 30 s"
+                answered = transfer.dispatch()
+        assert transfer.result().name == "polled.bin"
+
+
+def test_refusals(mediator, tmp_path):
+    with pytest.raises(clip.NotFoundError):
+        clip.TransferClient(tmp_path / "no.sock")
+    with clip.TransferClient(mediator / "run" / "low.sock") as client:
+        with pytest.raises(clip.InvalidError):
+            client.send(mediator / "doc.bin", "mid", "x" * 2000)
+        with pytest.raises(clip.NotFoundError):
+            client.send(tmp_path / "missing", "mid", "doc.bin")
+        transfer = client.request(mediator / "doc.bin", "mid", "early.bin")
+        transfer.wait(timeout=30)
+    client.close()
+    with pytest.raises(clip.BadFileError):
+        client.send(mediator / "doc.bin", "mid", "doc.bin")
+
+
+def test_the_audit_trail_verifies(mediator):
+    ctx = clip.Context(state_dir=mediator / "state", log=False)
+    count = ctx.audit_verify()
+    records = ctx.audit_show()
+    assert count == len(records) >= 4
+    assert any("src=mid" in r and "decision=deny" in r for r in records)
+    assert any("src=low" in r and "name=doc.bin" in r for r in records)

@@ -1,0 +1,67 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""Run the clip module's pytest files and report in TAP, one line a test.
+
+  run-pytest.py [PYTEST ARGS...]
+
+meson reads TAP, so that each case and each skip with its reason is seen
+by meson and by tools/run-tests' skip check (tests/expected-skips). A
+case's description is its pytest id, FILE::NAME, stable across runs.
+The module imported is the one PYTHONPATH names (the build tree).
+"""
+import os
+import sys
+
+import pytest
+
+
+class Tap:
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def emit(self, line):
+        sys.__stdout__.write(line + "\n")
+        sys.__stdout__.flush()
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self.n += 1
+            self.failed += 1
+            self.emit(f"not ok {self.n} - {report.nodeid} (collection)")
+            for line in str(report.longrepr).splitlines():
+                self.emit("# " + line)
+
+    def pytest_runtest_logreport(self, report):
+        # One line per test: the call, or the setup when it skipped or failed.
+        if report.when == "call" or (report.when == "setup" and not report.passed) or \
+                (report.when == "teardown" and report.failed):
+            self.n += 1
+            name = report.nodeid
+            if report.skipped:
+                reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else "skipped"
+                reason = reason.removeprefix("Skipped: ")
+                self.emit(f"ok {self.n} - {name} # SKIP {reason}")
+            elif report.passed:
+                self.emit(f"ok {self.n} - {name}")
+            else:
+                self.failed += 1
+                self.emit(f"not ok {self.n} - {name}" +
+                          (" (teardown)" if report.when == "teardown" else ""))
+                for line in str(report.longrepr).splitlines():
+                    self.emit("# " + line)
+
+    def pytest_sessionfinish(self, session):
+        self.emit(f"1..{self.n}")
+
+
+if __name__ == "__main__":
+    here = os.path.dirname(os.path.abspath(__file__))
+    tap = Tap()
+    # pytest's own report goes to stderr (meson keeps it in the log); TAP
+    # alone goes to stdout.
+    sys.stdout = sys.stderr
+    args = ["-q", "-p", "no:cacheprovider", "--import-mode=importlib",
+            "-o", "python_files=[0-9][0-9]-*.py", "--rootdir", here]
+    rc = pytest.main(args + (sys.argv[1:] or [here]), plugins=[tap])
+    sys.exit(1 if tap.failed or rc not in (0, 5) else 0)
