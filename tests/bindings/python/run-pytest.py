@@ -10,7 +10,9 @@ case's description is its pytest id, FILE::NAME, stable across runs.
 The module imported is the one PYTHONPATH names (the build tree).
 """
 import os
+import shutil
 import sys
+import tempfile
 
 import pytest
 
@@ -61,7 +63,14 @@ if __name__ == "__main__":
     # pytest's own report goes to stderr (meson keeps it in the log); TAP
     # alone goes to stdout.
     sys.stdout = sys.stderr
-    args = ["-q", "-p", "no:cacheprovider", "--import-mode=importlib",
+    args = ["-q", "--tb=short", "-p", "no:cacheprovider", "--import-mode=importlib",
             "-o", "python_files=[0-9][0-9]-*.py", "--rootdir", here]
-    rc = pytest.main(args + (sys.argv[1:] or [here]), plugins=[tap])
+    # A directory of its own, removed afterwards: pytest's default keeps
+    # /tmp/pytest-of-USER, which a rootless step's uid 0 does not own.
+    basetemp = tempfile.mkdtemp(prefix="clip-pytest-")
+    try:
+        rc = pytest.main(args + ["--basetemp", basetemp] + (sys.argv[1:] or [here]),
+                         plugins=[tap])
+    finally:
+        shutil.rmtree(basetemp, ignore_errors=True)
     sys.exit(1 if tap.failed or rc not in (0, 5) else 0)
