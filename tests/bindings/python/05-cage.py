@@ -169,3 +169,22 @@ def test_attach_and_register(ctx):
         other.close()
     with pytest.raises(clip.NotFoundError):
         clip.Cage.attach(ctx, "pyreg")
+
+
+def test_pidfd_in_asyncio(ctx):
+    import asyncio
+
+    async def run(cage):
+        proc = cage.spawn(["/bin/sh", "-c", "sleep 0.1; exit 4"])
+        loop = asyncio.get_running_loop()
+        exited = loop.create_future()
+        loop.add_reader(proc.fileno(), exited.set_result, None)
+        try:
+            await asyncio.wait_for(exited, 30)
+        finally:
+            loop.remove_reader(proc.fileno())
+        return proc.wait()
+
+    with clip.Cage(ctx, clip.Profile("pyasync")) as cage:
+        cage.start()
+        assert asyncio.run(run(cage)) == 4
