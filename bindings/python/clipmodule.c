@@ -33,6 +33,8 @@
 #include <clip/keys.h>
 #include <clip/label.h>
 #include <clip/level.h>
+#include <clip/policy.h>
+#include <clip/session.h>
 #include <clip/transfer.h>
 
 /* ------------------------------------------------------------------------ */
@@ -2753,6 +2755,563 @@ static PyTypeObject TransferType = {
 };
 
 /* ------------------------------------------------------------------------ */
+/* Session */
+
+typedef struct {
+	PyObject_HEAD struct clip_session *session;
+	PyObject *ctx;
+	PyObject *on_event; /* a callable(event, cage, status), or NULL */
+} SessionObject;
+
+static PyTypeObject SessionType;
+
+static void
+session_event(struct clip_session *session, int event, const char *cage, int status, void *userdata)
+{
+	SessionObject *self = userdata;
+	PyGILState_STATE gil = PyGILState_Ensure();
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	if (self->on_event) {
+		PyObject *r = PyObject_CallFunction(self->on_event, "izi", event, cage, status);
+		if (!r)
+			PyErr_WriteUnraisable(self->on_event);
+		Py_XDECREF(r);
+	}
+	PyErr_Restore(type, value, tb);
+	PyGILState_Release(gil);
+}
+
+static PyObject *
+session_wrap(PyTypeObject *type, struct clip_session *session, PyObject *ctx)
+{
+	SessionObject *o = (SessionObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_session_unref(session);
+		return NULL;
+	}
+	o->session = session;
+	o->ctx = Py_NewRef(ctx);
+	clip_session_set_event_fn(session, session_event, o);
+	return (PyObject *)o;
+}
+
+static PyObject *
+Session_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "ctx", "name", NULL };
+	PyObject *ctx;
+	const char *name;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!s:Session", kwlist, &ContextType, &ctx,
+					 &name))
+		return NULL;
+	struct clip_session *session = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_new(&session, ((ContextObject *)ctx)->ctx, name, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return session_wrap(type, session, ctx);
+}
+
+static PyObject *
+Session_parse(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "ctx", "text", "filename", "dir", NULL };
+	PyObject *ctx, *dir = Py_None;
+	const char *text, *filename = NULL;
+	Py_ssize_t size;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!s#|zO:parse", kwlist, &ContextType, &ctx,
+					 &text, &size, &filename, &dir))
+		return NULL;
+	bool owned = false;
+	int dfd = dir == Py_None ? AT_FDCWD : dir_fd(dir, &owned);
+	if (dir != Py_None && dfd < 0)
+		return NULL;
+	struct clip_session *session = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_parse(&session, ((ContextObject *)ctx)->ctx, dfd, filename, text,
+				   (size_t)size, &err);
+	if (dir != Py_None)
+		file_done(dfd, owned);
+	if (r < 0)
+		return raise_clip(r, err);
+	return session_wrap((PyTypeObject *)cls, session, ctx);
+}
+
+static PyObject *
+Session_load(PyObject *cls, PyObject *args)
+{
+	PyObject *ctx, *path;
+	if (!PyArg_ParseTuple(args, "O!O&:load", &ContextType, &ctx, PyUnicode_FSConverter, &path))
+		return NULL;
+	struct clip_session *session = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_load(&session, ((ContextObject *)ctx)->ctx, PyBytes_AS_STRING(path),
+				  &err);
+	Py_DECREF(path);
+	if (r < 0)
+		return raise_clip(r, err);
+	return session_wrap((PyTypeObject *)cls, session, ctx);
+}
+
+static void
+Session_dealloc(SessionObject *self)
+{
+	if (self->session) {
+		/* The last reference of a running session stops it: without us. */
+		clip_session_set_event_fn(self->session, NULL, NULL);
+		Py_BEGIN_ALLOW_THREADS clip_session_unref(self->session);
+		Py_END_ALLOW_THREADS
+	}
+	Py_XDECREF(self->on_event);
+	Py_XDECREF(self->ctx);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+session_open(SessionObject *self)
+{
+	if (!self->session) {
+		raise_errno_message(StateError, -ECHILD, "the session object is closed", -1);
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *
+Session_close(SessionObject *self, PyObject *unused)
+{
+	if (self->session) {
+		struct clip_session *s = self->session;
+		self->session = NULL;
+		Py_BEGIN_ALLOW_THREADS clip_session_unref(s);
+		Py_END_ALLOW_THREADS
+	}
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Session_get_name(SessionObject *self, void *closure)
+{
+	if (session_open(self) < 0)
+		return NULL;
+	return PyUnicode_FromString(clip_session_get_name(self->session));
+}
+
+static PyObject *
+Session_format(SessionObject *self, PyObject *unused)
+{
+	if (session_open(self) < 0)
+		return NULL;
+	char *s = NULL;
+	int r = clip_session_format(self->session, &s);
+	if (r == -EOPNOTSUPP)
+		return raise_errno_message(UnsupportedError, r,
+					   "a session with a profile built through the API has no "
+					   "file form",
+					   -1);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return take_string(s);
+}
+
+static PyObject *
+Session_set_state_dir(SessionObject *self, PyObject *args)
+{
+	PyObject *path = NULL;
+	if (!PyArg_ParseTuple(args, "O&:set_state_dir", PyUnicode_FSConverter, &path))
+		return NULL;
+	if (session_open(self) < 0) {
+		Py_DECREF(path);
+		return NULL;
+	}
+	struct clip_error *err = NULL;
+	int r = clip_session_set_state_dir(self->session, PyBytes_AS_STRING(path), &err);
+	Py_DECREF(path);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Session_add_cage(SessionObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "name", "level", "profile", "data_dir", "restart", NULL };
+	const char *name;
+	PyObject *level, *profile = Py_None, *data_dir = NULL;
+	int restart = CLIP_SESSION_RESTART_NO;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "sO|$OO&i:add_cage", kwlist, &name, &level,
+					 &profile, PyUnicode_FSConverter, &data_dir, &restart))
+		return NULL;
+	if (level_check(level, "level") < 0 || session_open(self) < 0 ||
+	    (profile != Py_None && !PyObject_TypeCheck(profile, &ProfileType) &&
+	     !PyErr_Format(PyExc_TypeError, "profile must be a clip.Profile or None"))) {
+		Py_XDECREF(data_dir);
+		return NULL;
+	}
+	struct clip_session_cage c = {
+		.size = sizeof(c),
+		.name = name,
+		.level = ((LevelObject *)level)->level,
+		.profile = profile == Py_None ? NULL : ((ProfileObject *)profile)->profile,
+		.data_dir = data_dir ? PyBytes_AS_STRING(data_dir) : NULL,
+		.restart = restart,
+	};
+	struct clip_error *err = NULL;
+	int r = clip_session_add_cage(self->session, &c, &err);
+	Py_XDECREF(data_dir);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Session_set_policy(SessionObject *self, PyObject *args)
+{
+	const char *text, *origin = NULL;
+	Py_ssize_t size;
+	if (!PyArg_ParseTuple(args, "s#|z:set_policy", &text, &size, &origin) ||
+	    session_open(self) < 0)
+		return NULL;
+	struct clip_policy *policy = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_policy_parse(&policy, text, (size_t)size, origin ? origin : "policy", &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	r = clip_session_set_policy(self->session, policy, &err);
+	clip_policy_unref(policy);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Session_check(SessionObject *self, PyObject *unused)
+{
+	if (session_open(self) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_check(self->session, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Session_start(SessionObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "external_sockets", NULL };
+	int external = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$p:start", kwlist, &external) ||
+	    session_open(self) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS r = clip_session_start(
+		self->session, external ? CLIP_SESSION_START_EXTERNAL_SOCKETS : 0, &err);
+	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+session_stop(SessionObject *self, unsigned grace_ms)
+{
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS r = clip_session_stop(self->session, grace_ms, &err);
+	Py_END_ALLOW_THREADS if (r == -ECHILD && !err) return raise_errno_message(
+		StateError, r, "the session is not started", -1);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Session_stop(SessionObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "grace_ms", NULL };
+	unsigned grace = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|I:stop", kwlist, &grace) ||
+	    session_open(self) < 0)
+		return NULL;
+	return session_stop(self, grace);
+}
+
+static PyObject *
+Session_fileno(SessionObject *self, PyObject *unused)
+{
+	if (session_open(self) < 0)
+		return NULL;
+	int r = clip_session_get_fd(self->session);
+	if (r < 0)
+		return raise_errno_message(StateError, r, "the session is not started", -1);
+	return PyLong_FromLong(r);
+}
+
+static PyObject *
+Session_dispatch(SessionObject *self, PyObject *unused)
+{
+	if (session_open(self) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_dispatch(self->session, &err);
+	if (r == -ECHILD && !err)
+		return raise_errno_message(StateError, r, "the session is not started", -1);
+	if (r < 0)
+		return raise_clip(r, err);
+	return PyBool_FromLong(r);
+}
+
+static PyObject *
+Session_restart_cage(SessionObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "cage", "grace_ms", NULL };
+	const char *cage;
+	unsigned grace = 1000;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "s|I:restart_cage", kwlist, &cage, &grace) ||
+	    session_open(self) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS r = clip_session_restart_cage(self->session, cage, grace, &err);
+	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+cage_wrap(struct clip_cage *cage, PyObject *ctx)
+{
+	CageObject *o = PyObject_New(CageObject, &CageType);
+	if (!o) {
+		clip_cage_unref(cage);
+		return NULL;
+	}
+	o->cage = cage;
+	o->ctx = Py_NewRef(ctx);
+	return (PyObject *)o;
+}
+
+static PyObject *
+Session_get_cage(SessionObject *self, PyObject *args)
+{
+	const char *name;
+	if (!PyArg_ParseTuple(args, "s:get_cage", &name) || session_open(self) < 0)
+		return NULL;
+	struct clip_cage *cage = clip_session_get_cage(self->session, name);
+	if (!cage) {
+		char buf[128];
+		snprintf(buf, sizeof(buf), "no cage '%.64s' in a started session", name);
+		return raise_errno_message(NotFoundError, -ENOENT, buf, -1);
+	}
+	return cage_wrap(clip_cage_ref(cage), self->ctx);
+}
+
+static PyObject *
+Session_spawn(SessionObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "cage", "argv", "env", "fds", "cwd", "uid", "gid", NULL };
+	const char *name;
+	PyObject *argv, *env = NULL, *fds = NULL;
+	const char *cwd = NULL;
+	unsigned uid = 0, gid = 0;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "sO|$OOzII:spawn", kwlist, &name, &argv, &env,
+					 &fds, &cwd, &uid, &gid) ||
+	    session_open(self) < 0)
+		return NULL;
+	struct spawn_args a;
+	if (spawn_args_parse(&a, argv, env, fds, cwd, uid, gid) < 0) {
+		spawn_args_done(&a);
+		return NULL;
+	}
+	int pidfd = -1, r;
+	struct clip_error *err = NULL;
+	Py_BEGIN_ALLOW_THREADS r = clip_session_spawn(self->session, name, &a.opts, &pidfd, &err);
+	Py_END_ALLOW_THREADS spawn_args_done(&a);
+	if (r < 0)
+		return raise_clip(r, err);
+	CageObject cage_view = { .cage = clip_session_get_cage(self->session, name),
+				 .ctx = self->ctx };
+	return process_wrap(&cage_view, pidfd);
+}
+
+static PyObject *
+status_dict(struct clip_session_status *st)
+{
+	unsigned pending = 0;
+	int agent = 0;
+	clip_session_status_get_mediator(st, &pending, &agent);
+	PyObject *cages = PyDict_New();
+	if (!cages)
+		return NULL;
+	for (size_t i = 0;; i++) {
+		int state = 0;
+		const char *level = NULL;
+		unsigned pids = 0, missing = 0, restarts = 0;
+		const char *name = clip_session_status_get_cage(st, i, &state, &level, &pids,
+								&missing, &restarts);
+		if (!name)
+			break;
+		PyObject *c =
+			Py_BuildValue("{sisssIsIsI}", "state", state, "level", level ? level : "",
+				      "pids", pids, "missing", missing, "restarts", restarts);
+		if (!c || PyDict_SetItemString(cages, name, c) < 0) {
+			Py_XDECREF(c);
+			Py_DECREF(cages);
+			return NULL;
+		}
+		Py_DECREF(c);
+	}
+	return Py_BuildValue("{sNsIsO}", "cages", cages, "pending", pending, "agent",
+			     agent ? Py_True : Py_False);
+}
+
+static PyObject *
+Session_status(SessionObject *self, PyObject *unused)
+{
+	if (session_open(self) < 0)
+		return NULL;
+	struct clip_session_status *st = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_get_status(self->session, &st, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	PyObject *d = status_dict(st);
+	clip_session_status_free(st);
+	return d;
+}
+
+static PyObject *
+Session_attach_cage(PyObject *cls, PyObject *args)
+{
+	PyObject *ctx;
+	const char *session, *name;
+	if (!PyArg_ParseTuple(args, "O!ss:attach_cage", &ContextType, &ctx, &session, &name))
+		return NULL;
+	struct clip_cage *cage = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_attach_cage(&cage, ((ContextObject *)ctx)->ctx, session, name, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return cage_wrap(cage, ctx);
+}
+
+static PyObject *
+Session_control(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "ctx", "session", "request", "state_dir", NULL };
+	PyObject *ctx, *state_dir = NULL;
+	const char *session, *request;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!ss|O&:control", kwlist, &ContextType, &ctx,
+					 &session, &request, PyUnicode_FSConverter, &state_dir))
+		return NULL;
+	struct clip_session_status *st = NULL;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS r = clip_session_control(
+		((ContextObject *)ctx)->ctx, session,
+		state_dir ? PyBytes_AS_STRING(state_dir) : NULL, request, &st, &err);
+	Py_END_ALLOW_THREADS Py_XDECREF(state_dir);
+	if (r < 0)
+		return raise_clip(r, err);
+	if (!st)
+		Py_RETURN_NONE;
+	PyObject *d = status_dict(st);
+	clip_session_status_free(st);
+	return d;
+}
+
+static PyObject *
+Session_get_on_event(SessionObject *self, void *closure)
+{
+	return Py_NewRef(self->on_event ? self->on_event : Py_None);
+}
+
+static int
+Session_set_on_event(SessionObject *self, PyObject *value, void *closure)
+{
+	if (value && value != Py_None && !PyCallable_Check(value)) {
+		PyErr_SetString(PyExc_TypeError,
+				"on_event must be a callable(event, cage, status)");
+		return -1;
+	}
+	Py_XSETREF(self->on_event, value && value != Py_None ? Py_NewRef(value) : NULL);
+	return 0;
+}
+
+static PyObject *
+Session_exit(SessionObject *self, PyObject *args)
+{
+	if (self->session && clip_session_get_fd(self->session) >= 0) {
+		PyObject *r = session_stop(self, 0);
+		if (!r)
+			return NULL;
+		Py_DECREF(r);
+	}
+	return Session_close(self, NULL) ? Py_NewRef(Py_False) : NULL;
+}
+
+static PyMethodDef Session_methods[] = {
+	{ "parse", KW(Session_parse) | METH_CLASS,
+	  "parse(ctx, text, filename=None, dir=None) -> Session: a session in clip.session(5) "
+	  "syntax; relative paths resolve against dir (a path or an fd)." },
+	{ "load", (PyCFunction)Session_load, METH_VARARGS | METH_CLASS,
+	  "load(ctx, path) -> Session: read and parse a session file." },
+	{ "attach_cage", (PyCFunction)Session_attach_cage, METH_VARARGS | METH_CLASS,
+	  "attach_cage(ctx, session, cage) -> Cage: a cage of a session another process runs." },
+	{ "control", KW(Session_control) | METH_CLASS,
+	  "control(ctx, session, request, state_dir=None) -> dict | None: ask a session's "
+	  "runner (\"status\", \"stop\", \"restart CAGE\")." },
+	{ "format", (PyCFunction)Session_format, METH_NOARGS,
+	  "format() -> str: the session's file form." },
+	{ "set_state_dir", (PyCFunction)Session_set_state_dir, METH_VARARGS,
+	  "set_state_dir(path): where the wiring lives." },
+	{ "add_cage", KW(Session_add_cage),
+	  "add_cage(name, level, *, profile=None, data_dir=None, restart=SESSION_RESTART_NO)" },
+	{ "set_policy", (PyCFunction)Session_set_policy, METH_VARARGS,
+	  "set_policy(text, origin=None): the transfer policy, clip.policy(5)." },
+	{ "check", (PyCFunction)Session_check, METH_NOARGS, "check(): check the whole wiring." },
+	{ "start", KW(Session_start), "start(*, external_sockets=False)" },
+	{ "stop", KW(Session_stop), "stop(grace_ms=0): stop everything (0: 5000 ms of grace)." },
+	{ "fileno", (PyCFunction)Session_fileno, METH_NOARGS,
+	  "fileno() -> int: readable when dispatch() has work (owned by the session)." },
+	{ "dispatch", (PyCFunction)Session_dispatch, METH_NOARGS,
+	  "dispatch() -> bool: handle one event; False when none was ready." },
+	{ "restart_cage", KW(Session_restart_cage), "restart_cage(cage, grace_ms=1000)" },
+	{ "get_cage", (PyCFunction)Session_get_cage, METH_VARARGS,
+	  "get_cage(name) -> Cage: a cage of the started session." },
+	{ "spawn", KW(Session_spawn),
+	  "spawn(cage, argv, *, env=None, fds=None, cwd=None, uid=0, gid=0) -> Process" },
+	{ "status", (PyCFunction)Session_status, METH_NOARGS,
+	  "status() -> dict: each cage's state, level, pids, missing and restarts; the "
+	  "mediator's pending questions and agent." },
+	{ "close", (PyCFunction)Session_close, METH_NOARGS,
+	  "close(): drop the handle (the last one of a running session stops it)." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)Session_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyGetSetDef Session_getset[] = {
+	{ "name", (getter)Session_get_name, NULL, "the session's name", NULL },
+	{ "on_event", (getter)Session_get_on_event, (setter)Session_set_on_event,
+	  "a callable(event, cage, status) told of SESSION_EVENT_*, or None", NULL },
+	{ NULL }
+};
+
+static PyTypeObject SessionType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Session",
+	.tp_basicsize = sizeof(SessionObject),
+	.tp_dealloc = (destructor)Session_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Session(ctx, name): the cages of several levels, their wiring and the\n"
+		  "mediator between them, brought up and down together (clip-session(3)).\n"
+		  "`with` stops a started session at the end of the block.",
+	.tp_methods = Session_methods,
+	.tp_getset = Session_getset,
+	.tp_new = Session_new,
+};
+
+/* ------------------------------------------------------------------------ */
 /* Module */
 
 static PyObject *
@@ -2814,6 +3373,7 @@ add_types(PyObject *m)
 		{ &ProcessType, "Process" },
 		{ &ClientType, "TransferClient" },
 		{ &TransferType, "Transfer" },
+		{ &SessionType, "Session" },
 	};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		if (PyType_Ready(types[i].type) < 0 ||
@@ -2870,6 +3430,13 @@ add_constants(PyObject *m)
 	C("AUDIT_WARN_TORN", CLIP_AUDIT_WARN_TORN)
 	C("AUDIT_WARN_NOT_COUNTED", CLIP_AUDIT_WARN_NOT_COUNTED)
 	C("AUDIT_WARN_COUNTER_LAGS", CLIP_AUDIT_WARN_COUNTER_LAGS)
+	C("SESSION_RESTART_NO", CLIP_SESSION_RESTART_NO)
+	C("SESSION_RESTART_ON_FAILURE", CLIP_SESSION_RESTART_ON_FAILURE)
+	C("SESSION_RESTART_ALWAYS", CLIP_SESSION_RESTART_ALWAYS)
+	C("SESSION_EVENT_CAGE_ENDED", CLIP_SESSION_EVENT_CAGE_ENDED)
+	C("SESSION_EVENT_CAGE_RESTARTED", CLIP_SESSION_EVENT_CAGE_RESTARTED)
+	C("SESSION_EVENT_CAGE_FAILED", CLIP_SESSION_EVENT_CAGE_FAILED)
+	C("SESSION_EVENT_STOPPED", CLIP_SESSION_EVENT_STOPPED)
 #undef C
 	if (PyModule_AddStringConstant(m, "TRANSFER_SOCKET", CLIP_TRANSFER_SOCKET) < 0 ||
 	    PyModule_AddStringConstant(m, "LABEL_XATTR", CLIP_LABEL_XATTR) < 0 ||
