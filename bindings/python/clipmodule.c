@@ -2505,7 +2505,7 @@ Client_close(ClientObject *self, PyObject *unused)
 static PyObject *
 Client_exit(ClientObject *self, PyObject *args)
 {
-	Client_close(self, NULL);
+	Py_DECREF(Client_close(self, NULL));
 	Py_RETURN_FALSE;
 }
 
@@ -3247,7 +3247,11 @@ Session_exit(SessionObject *self, PyObject *args)
 			return NULL;
 		Py_DECREF(r);
 	}
-	return Session_close(self, NULL) ? Py_NewRef(Py_False) : NULL;
+	PyObject *r = Session_close(self, NULL);
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_FALSE;
 }
 
 static PyMethodDef Session_methods[] = {
