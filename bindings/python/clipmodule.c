@@ -94,10 +94,12 @@ errno_class(int e)
 	case ENODEV:
 		return UnsupportedError;
 	case ECHILD:
+	case EALREADY:
 		return StateError;
 	case ECONNREFUSED:
 	case ECONNRESET:
 	case EPIPE:
+	case EPROTO:
 		return ConnectError;
 	case ETIMEDOUT:
 	case EAGAIN:
@@ -3480,10 +3482,12 @@ PyInit_clip(void)
 	    add_family(m, &UnsupportedError, "UnsupportedError", NULL,
 		       "EOPNOTSUPP, ENOSYS, ENODEV: not supported here.") < 0 ||
 	    add_family(m, &StateError, "StateError", NULL,
-		       "ECHILD: not running, already waited for, or a context from before "
+		       "ECHILD, EALREADY: not running, already waited for or answered, or a "
+		       "context from before "
 		       "fork().") < 0 ||
 	    add_family(m, &ConnectError, "ConnectionError", PyExc_ConnectionError,
-		       "ECONNREFUSED, ECONNRESET, EPIPE: the peer is not there.") < 0 ||
+		       "ECONNREFUSED, ECONNRESET, EPIPE, EPROTO: the peer is not there, or speaks "
+		       "nonsense.") < 0 ||
 	    add_family(m, &TimeoutErr, "TimeoutError", PyExc_TimeoutError,
 		       "ETIMEDOUT, EAGAIN: not done within the time.") < 0 ||
 	    add_family(m, &ResourceError, "ResourceError", NULL,

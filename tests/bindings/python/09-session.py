@@ -3,65 +3,16 @@
 # started, driven from a selectors loop through fileno() and dispatch(), a
 # document moved up by a Python client inside the low cage (the binding
 # itself, bound into the cage) and a move down denied, status, stop.
-import os
-import selectors
-import textwrap
-
 import pytest
 
 import clip
-
-MODULE_DIR = os.environ.get("PYTHONPATH", "").split(":")[0]
-BUILD_ROOT = os.path.dirname(os.path.dirname(MODULE_DIR))
+from conftest import make_session, pump, send_from
 
 
 @pytest.fixture
 def session(ctx, tmp_path):
-    s = clip.Session(ctx, "py")
-    s.set_state_dir(tmp_path / "session")
-    profile = clip.Profile("pysess")
-    # The build tree, read-only: the cage's python3 imports the module from it.
-    profile.add_bind(BUILD_ROOT, BUILD_ROOT)
-    for name, level in (("low", "s0"), ("high", "s2")):
-        s.add_cage(name, clip.Level(level), profile=profile,
-                   data_dir=tmp_path / "data" / name)
-    s.set_policy("low high allow\n")
-    with s:
+    with make_session(ctx, tmp_path, "low high allow\n") as s:
         yield s
-
-
-def pump(session, proc, timeout=60):
-    """Dispatch the session's events until @proc exits; its status."""
-    with selectors.DefaultSelector() as sel:
-        sel.register(session, selectors.EVENT_READ, "session")
-        sel.register(proc, selectors.EVENT_READ, "proc")
-        for _ in range(int(timeout * 10)):
-            for key, _ in sel.select(0.1):
-                if key.data == "proc":
-                    return proc.wait()
-                while session.dispatch():
-                    pass
-    pytest.fail("the process in the cage never ended")
-
-
-SEND = textwrap.dedent("""
-    import sys, clip
-    with clip.TransferClient() as client:
-        try:
-            r = client.send(3, sys.argv[1], "doc.txt", "from a session")
-            print("delivered", r.name)
-        except clip.TransferDenied as e:
-            print("denied", e.status)
-""")
-
-
-def send_from(session, cage, target, doc, tmp_path):
-    out = tmp_path / f"out-{cage}"
-    with open(doc, "rb") as d, open(out, "wb") as o, open(os.devnull, "rb") as null:
-        proc = session.spawn(cage, ["/usr/bin/python3", "-c", SEND, target],
-                             env={"PYTHONPATH": MODULE_DIR}, fds=[null, o, o, d])
-        status = pump(session, proc)
-    return status, out.read_text()
 
 
 def test_start_transfer_status_stop(session, tmp_path):
