@@ -64,3 +64,16 @@ def test_the_stub_is_refused_when_it_lies(tmp_path):
     """The check above fails on a stub that names a function the module lacks."""
     names = stub_names(ast.parse("def nosuch() -> None: ...\n").body)
     assert public(names) - public(dir(clip)) == {"nosuch"}
+
+
+def test_final_matches_the_module():
+    """@final in the stub exactly for the classes that cannot be subclassed."""
+    BASETYPE = 1 << 10  # Py_TPFLAGS_BASETYPE
+    for node in stub().body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        cls = getattr(clip, node.name)
+        if issubclass(cls, (BaseException, tuple)):
+            continue
+        final = any(isinstance(d, ast.Name) and d.id == "final" for d in node.decorator_list)
+        assert final == (not cls.__flags__ & BASETYPE), f"clip.{node.name}"
