@@ -106,3 +106,14 @@ def test_objects_outlive_their_context(tmp_path):
 
 def test_version():
     assert clip.version().count(".") == 2
+
+
+def test_the_module_and_library_of_this_build():
+    """The module imported is the build tree's (PYTHONPATH), and the libclip it
+    loaded is the build tree's too (its RUNPATH), not an installed one."""
+    module_dir = os.environ["PYTHONPATH"].split(":")[0]
+    assert os.path.dirname(os.path.realpath(clip.__file__)) == os.path.realpath(module_dir)
+    build_root = os.path.dirname(os.path.dirname(os.path.realpath(module_dir)))
+    with open("/proc/self/maps") as f:
+        libs = {line.split()[-1] for line in f if "libclip.so" in line}
+    assert libs and all(os.path.realpath(p).startswith(build_root + "/") for p in libs), libs
