@@ -168,6 +168,11 @@ static int
 file_fd(PyObject *o, int oflags, bool *owned)
 {
 	*owned = false;
+	if (PyBool_Check(o)) {
+		PyErr_SetString(PyExc_TypeError,
+				"a file must be a path, an fd or a file object, not a bool");
+		return -1;
+	}
 	if (PyLong_Check(o) || PyObject_HasAttrString(o, "fileno")) {
 		int fd = PyObject_AsFileDescriptor(o);
 		return fd;
@@ -291,7 +296,7 @@ Level_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 		if (!text)
 			return NULL;
 		r = clip_level_parse(&level, text, &err);
-	} else if (PyLong_Check(first)) {
+	} else if (PyLong_Check(first) && !PyBool_Check(first)) {
 		long s = PyLong_AsLong(first);
 		if (s == -1 && PyErr_Occurred())
 			return NULL;

@@ -45,6 +45,8 @@ def test_new_from_parts_refuses_bounds():
     with pytest.raises(TypeError):
         clip.Level(1.5)
     with pytest.raises(TypeError):
+        clip.Level(True)
+    with pytest.raises(TypeError):
         clip.Level("s1", [1])
 
 

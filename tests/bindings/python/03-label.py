@@ -101,6 +101,8 @@ def test_refusals(ctx, tmp_path):
         ctx.label_get(9999, **RL)
     with pytest.raises(TypeError):
         ctx.label_set(tmp_path, "s1", **RL)
+    with pytest.raises(TypeError):
+        ctx.label_get(True, **RL)
     with pytest.raises(clip.BadFileError):
         ctx.label_set("/dev/null", clip.Level("s1"), **RL)
 
