@@ -3,7 +3,8 @@
 # name of the module is here and nothing else: tests/bindings/python checks it.
 import logging
 import os
-from typing import IO, Any, Callable, Iterable, Mapping, NamedTuple, Sequence, Union, final
+from _typeshed import structseq
+from typing import IO, Any, Callable, Final, Iterable, Mapping, Sequence, Union, final
 
 _File = Union[int, str, bytes, os.PathLike[str], os.PathLike[bytes], IO[Any]]
 _Path = Union[str, bytes, os.PathLike[str], os.PathLike[bytes]]
@@ -188,14 +189,23 @@ class Process:
     def __enter__(self) -> Process: ...
     def __exit__(self, *args: object) -> None: ...
 
-class TransferResult(NamedTuple):
-    status: int
-    name: str
-    message: str
-    error: int
-    size: int
-    sha256: bytes
-    encrypted: bool
+@final
+class TransferResult(structseq[Any], tuple[int, str, str, int, int, bytes, bool]):
+    __match_args__: Final = ("status", "name", "message", "error", "size", "sha256", "encrypted")
+    @property
+    def status(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def error(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def sha256(self) -> bytes: ...
+    @property
+    def encrypted(self) -> bool: ...
 
 @final
 class TransferClient:

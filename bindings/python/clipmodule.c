@@ -921,20 +921,6 @@ context_set_log(ContextObject *self, PyObject *log)
 	return 0;
 }
 
-static PyObject *
-Context_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
-{
-	ContextObject *self = (ContextObject *)type->tp_alloc(type, 0);
-	if (!self)
-		return NULL;
-	int r = clip_ctx_new(&self->ctx);
-	if (r < 0) {
-		Py_DECREF(self);
-		return raise_clip(r, NULL);
-	}
-	return (PyObject *)self;
-}
-
 static int
 Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 {
@@ -985,6 +971,25 @@ Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 		return -1;
 	}
 	return context_set_log(self, log);
+}
+
+/* All in __new__, so that the signature stubtest sees is Context(**options). */
+static PyObject *
+Context_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	ContextObject *self = (ContextObject *)type->tp_alloc(type, 0);
+	if (!self)
+		return NULL;
+	int r = clip_ctx_new(&self->ctx);
+	if (r < 0) {
+		Py_DECREF(self);
+		return raise_clip(r, NULL);
+	}
+	if (Context_init(self, args, kwds) < 0) {
+		Py_DECREF(self);
+		return NULL;
+	}
+	return (PyObject *)self;
 }
 
 static int
@@ -1452,7 +1457,6 @@ static PyTypeObject ContextType = {
 	.tp_clear = (inquiry)Context_clear,
 	.tp_methods = Context_methods,
 	.tp_getset = Context_getset,
-	.tp_init = (initproc)Context_init,
 	.tp_new = Context_new,
 };
 

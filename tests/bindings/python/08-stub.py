@@ -4,6 +4,9 @@
 import ast
 import inspect
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -77,3 +80,30 @@ def test_final_matches_the_module():
             continue
         final = any(isinstance(d, ast.Name) and d.id == "final" for d in node.decorator_list)
         assert final == (not cls.__flags__ & BASETYPE), f"clip.{node.name}"
+
+
+def stubtest(stub_dir, cwd):
+    env = dict(os.environ, MYPYPATH=str(stub_dir))
+    return subprocess.run([sys.executable, "-m", "mypy.stubtest", "--allowlist",
+                           os.path.join(os.path.dirname(program("pyi")), "stubtest-allowlist"),
+                           "clip"], env=env, cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_mypy_stubtest(tmp_path):
+    """mypy's stubtest (Debian: mypy) finds the stub and the module agree,
+    and finds a stub that names a function the module lacks."""
+    try:
+        import mypy.stubtest  # noqa: F401
+    except ImportError:
+        pytest.skip("mypy's stubtest is not installed (Debian package mypy)")
+    good = tmp_path / "good"
+    good.mkdir()
+    shutil.copy(program("pyi"), good / "clip.pyi")
+    r = stubtest(good, tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "clip.pyi").write_text((good / "clip.pyi").read_text() + "def nosuch() -> None: ...\n")
+    r = stubtest(bad, tmp_path)
+    assert r.returncode != 0 and "clip.nosuch" in r.stdout, r.stdout
