@@ -77,3 +77,16 @@ def test_spawn_and_restart(session, ctx):
     assert attached.state == clip.CAGE_RUNNING
     with pytest.raises(clip.NotFoundError):
         clip.Session.attach_cage(ctx, "py", "nosuch")
+
+
+def test_a_collected_session_stops(ctx, tmp_path):
+    """The last reference of a started session, collected, stops it: its
+    cages are gone from the registry."""
+    import gc
+    s = make_session(ctx, tmp_path, "low high allow\n")
+    s.start()
+    assert clip.Session.attach_cage(ctx, "py", "low").state == clip.CAGE_RUNNING
+    del s
+    gc.collect()
+    with pytest.raises(clip.NotFoundError):
+        clip.Session.attach_cage(ctx, "py", "low")
