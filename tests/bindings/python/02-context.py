@@ -5,6 +5,7 @@ import errno
 import gc
 import logging
 import os
+import sys
 
 import pytest
 
@@ -62,15 +63,19 @@ def test_log_into_logging(state_dir, tmp_path, caplog):
     assert any(r.name == "clip" for r in caplog.records)
 
 
-def test_a_raising_log_handler_does_not_break_the_call(state_dir, tmp_path):
+def test_a_raising_log_handler_does_not_break_the_call(state_dir, tmp_path, monkeypatch):
     def bad(p, m):
         raise RuntimeError("handler")
+    reported = []
+    monkeypatch.setattr(sys, "unraisablehook", reported.append)
     ctx = clip.Context(state_dir=state_dir, log=bad, log_priority=7)
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "m.py").write_text("x = 1\n")
     passes, stats = ctx.exec_allow_tree(tree)
     assert passes and stats["changed"] == 1
+    # The handler's exception went to sys.unraisablehook, not into the call.
+    assert reported and all(isinstance(r.exc_value, RuntimeError) for r in reported)
 
 
 def test_error_hierarchy():
