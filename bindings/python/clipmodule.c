@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <clip/agent.h>
 #include <clip/audit.h>
 #include <clip/cage.h>
 #include <clip/ctx.h>
@@ -3327,6 +3328,241 @@ static PyTypeObject SessionType = {
 };
 
 /* ------------------------------------------------------------------------ */
+/* Agent: the confirmation agent's side (clip/agent.h) */
+
+typedef struct {
+	PyObject_HEAD struct clip_agent *agent;
+} AgentObject;
+
+typedef struct {
+	PyObject_HEAD struct clip_agent_question *question;
+} QuestionObject;
+
+static PyTypeObject AgentType;
+static PyTypeObject QuestionType;
+
+static PyObject *
+Agent_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "path", NULL };
+	PyObject *path = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:Agent", kwlist, PyUnicode_FSConverter,
+					 &path))
+		return NULL;
+	struct clip_agent *agent = NULL;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS r =
+		clip_agent_connect(&agent, path ? PyBytes_AS_STRING(path) : NULL, NULL, &err);
+	Py_END_ALLOW_THREADS Py_XDECREF(path);
+	if (r < 0)
+		return raise_clip(r, err);
+	AgentObject *o = (AgentObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		clip_agent_unref(agent);
+		return NULL;
+	}
+	o->agent = agent;
+	return (PyObject *)o;
+}
+
+static void
+Agent_dealloc(AgentObject *self)
+{
+	clip_agent_unref(self->agent);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+agent_open(AgentObject *self)
+{
+	if (!self->agent) {
+		raise_errno_message(ConnectError, -ECONNRESET, "the agent is closed", -1);
+		return -1;
+	}
+	return 0;
+}
+
+static PyObject *
+Agent_fileno(AgentObject *self, PyObject *unused)
+{
+	if (agent_open(self) < 0)
+		return NULL;
+	return PyLong_FromLong(clip_agent_get_fd(self->agent));
+}
+
+static PyObject *
+Agent_receive(AgentObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "timeout", NULL };
+	PyObject *timeout = Py_None;
+	int ms;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:receive", kwlist, &timeout) ||
+	    timeout_ms(timeout, &ms) < 0 || agent_open(self) < 0)
+		return NULL;
+	struct clip_agent_question *q = NULL;
+	struct clip_error *err = NULL;
+	int r;
+	Py_BEGIN_ALLOW_THREADS r = clip_agent_receive(self->agent, ms, &q, &err);
+	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
+	if (!q)
+		return Py_BuildValue("(iO)", r, Py_None);
+	QuestionObject *o = PyObject_New(QuestionObject, &QuestionType);
+	if (!o) {
+		clip_agent_question_unref(q);
+		return NULL;
+	}
+	o->question = q;
+	return Py_BuildValue("(iN)", r, (PyObject *)o);
+}
+
+static PyObject *
+Agent_answer(AgentObject *self, PyObject *args)
+{
+	PyObject *q;
+	int allow;
+	if (!PyArg_ParseTuple(args, "O!p:answer", &QuestionType, &q, &allow) ||
+	    agent_open(self) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_agent_answer(self->agent, ((QuestionObject *)q)->question, allow, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Agent_close(AgentObject *self, PyObject *unused)
+{
+	self->agent = clip_agent_unref(self->agent);
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Agent_exit(AgentObject *self, PyObject *args)
+{
+	self->agent = clip_agent_unref(self->agent);
+	Py_RETURN_FALSE;
+}
+
+static PyMethodDef Agent_methods[] = {
+	{ "fileno", (PyCFunction)Agent_fileno, METH_NOARGS,
+	  "fileno() -> int: readable when receive() has something (owned by the "
+	  "agent)." },
+	{ "receive", KW(Agent_receive),
+	  "receive(timeout=None) -> (int, Question | None): the next thing the "
+	  "mediator says: "
+	  "AGENT_NONE, AGENT_READY, AGENT_QUESTION, AGENT_EXPIRED or "
+	  "AGENT_WITHDRAWN (timeout 0: "
+	  "do not wait)." },
+	{ "answer", (PyCFunction)Agent_answer, METH_VARARGS,
+	  "answer(question, allow): deliver (True) or refuse (False) a pending "
+	  "question." },
+	{ "close", (PyCFunction)Agent_close, METH_NOARGS,
+	  "close(): disconnect; the mediator denies what is still pending." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)Agent_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyTypeObject AgentType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Agent",
+	.tp_basicsize = sizeof(AgentObject),
+	.tp_dealloc = (destructor)Agent_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Agent(path=None): a confirmation agent connected to the "
+		  "mediator's agent\n"
+		  "socket ($CLIP_AGENT_SOCKET, then AGENT_SOCKET), clip-agent(3).",
+	.tp_methods = Agent_methods,
+	.tp_new = Agent_new,
+};
+
+static void
+Question_dealloc(QuestionObject *self)
+{
+	clip_agent_question_unref(self->question);
+	PyObject_Free(self);
+}
+
+static PyObject *
+Question_get(QuestionObject *self, void *closure)
+{
+	const struct clip_agent_question *q = self->question;
+	const char *what = closure, *level = NULL, *s;
+	if (!strcmp(what, "id"))
+		return PyLong_FromUnsignedLongLong(clip_agent_question_get_id(q));
+	if (!strcmp(what, "state"))
+		return PyLong_FromLong(clip_agent_question_get_state(q));
+	if (!strcmp(what, "direction"))
+		return PyLong_FromLong(clip_agent_question_get_direction(q));
+	if (!strcmp(what, "flags"))
+		return PyLong_FromUnsignedLong(clip_agent_question_get_flags(q));
+	if (!strcmp(what, "source") || !strcmp(what, "source_level")) {
+		s = clip_agent_question_get_source(q, &level);
+		return PyUnicode_FromString(what[6] ? level : s);
+	}
+	if (!strcmp(what, "target") || !strcmp(what, "target_level")) {
+		s = clip_agent_question_get_target(q, &level);
+		return PyUnicode_FromString(what[6] ? level : s);
+	}
+	if (!strcmp(what, "size") || !strcmp(what, "sha256")) {
+		uint64_t size = 0;
+		uint8_t sha[32] = { 0 };
+		clip_agent_question_get_digest(q, &size, sha);
+		return what[1] == 'i' ? PyLong_FromUnsignedLongLong(size)
+				      : PyBytes_FromStringAndSize((const char *)sha, 32);
+	}
+	if (!strcmp(what, "name") || !strcmp(what, "note"))
+		return PyUnicode_FromString(what[1] == 'a' ? clip_agent_question_get_name(q, 1)
+							   : clip_agent_question_get_note(q, 1));
+	if (!strcmp(what, "raw_name") || !strcmp(what, "raw_note")) {
+		s = what[4] == 'n' && what[5] == 'a' ? clip_agent_question_get_name(q, 0)
+						     : clip_agent_question_get_note(q, 0);
+		return PyBytes_FromString(s);
+	}
+	uint32_t timeout = 0;
+	uint64_t deadline = clip_agent_question_get_deadline(q, &timeout);
+	if (!strcmp(what, "deadline"))
+		return PyFloat_FromDouble((double)deadline / 1000.0);
+	return PyLong_FromUnsignedLong(timeout);
+}
+
+#define QUESTION_FIELD(name, doc) \
+	{ \
+		name, (getter)Question_get, NULL, doc, (void *)name \
+	}
+static PyGetSetDef Question_getset[] = {
+	QUESTION_FIELD("id", "the mediator's id, unique among the pending questions"),
+	QUESTION_FIELD("state", "AGENT_PENDING, _ANSWERED, _TIMED_OUT or _GONE"),
+	QUESTION_FIELD("source", "the sending cage (checked: shown as it is)"),
+	QUESTION_FIELD("source_level", "its level"),
+	QUESTION_FIELD("target", "the cage the document would go to"),
+	QUESTION_FIELD("target_level", "its level"),
+	QUESTION_FIELD("direction", "AGENT_UP, _DOWN, _SAME or _INCOMPARABLE"),
+	QUESTION_FIELD("flags", "AGENT_ENCRYPTED, _NAME_ESCAPED, _NOTE_ESCAPED"),
+	QUESTION_FIELD("size", "the document's size, as the mediator read it"),
+	QUESTION_FIELD("sha256", "its SHA-256 (32 bytes)"),
+	QUESTION_FIELD("name", "the name hint, escaped for display (one line)"),
+	QUESTION_FIELD("note", "the requester's note, escaped for display"),
+	QUESTION_FIELD("raw_name", "the name hint as the cage wrote it (untrusted bytes)"),
+	QUESTION_FIELD("raw_note", "the note as the cage wrote it (untrusted bytes)"),
+	QUESTION_FIELD("deadline", "when it is denied unless answered: time.monotonic() seconds"),
+	QUESTION_FIELD("timeout_ms", "the timeout the mediator gave"),
+	{ NULL }
+};
+
+static PyTypeObject QuestionType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Question",
+	.tp_basicsize = sizeof(QuestionObject),
+	.tp_dealloc = (destructor)Question_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "A question of the mediator (Agent.receive()): everything the "
+		  "prompt shows,\n"
+		  "validated by the library, and the deadline.",
+	.tp_getset = Question_getset,
+};
+
+/* ------------------------------------------------------------------------ */
 /* Module */
 
 static PyObject *
@@ -3389,6 +3625,8 @@ add_types(PyObject *m)
 		{ &ClientType, "TransferClient" },
 		{ &TransferType, "Transfer" },
 		{ &SessionType, "Session" },
+		{ &AgentType, "Agent" },
+		{ &QuestionType, "Question" },
 	};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		if (PyType_Ready(types[i].type) < 0 ||
@@ -3445,6 +3683,22 @@ add_constants(PyObject *m)
 	C("AUDIT_WARN_TORN", CLIP_AUDIT_WARN_TORN)
 	C("AUDIT_WARN_NOT_COUNTED", CLIP_AUDIT_WARN_NOT_COUNTED)
 	C("AUDIT_WARN_COUNTER_LAGS", CLIP_AUDIT_WARN_COUNTER_LAGS)
+	C("AGENT_NONE", CLIP_AGENT_NONE)
+	C("AGENT_READY", CLIP_AGENT_READY)
+	C("AGENT_QUESTION", CLIP_AGENT_QUESTION)
+	C("AGENT_EXPIRED", CLIP_AGENT_EXPIRED)
+	C("AGENT_WITHDRAWN", CLIP_AGENT_WITHDRAWN)
+	C("AGENT_UP", CLIP_AGENT_UP)
+	C("AGENT_DOWN", CLIP_AGENT_DOWN)
+	C("AGENT_SAME", CLIP_AGENT_SAME)
+	C("AGENT_INCOMPARABLE", CLIP_AGENT_INCOMPARABLE)
+	C("AGENT_ENCRYPTED", CLIP_AGENT_ENCRYPTED)
+	C("AGENT_NAME_ESCAPED", CLIP_AGENT_NAME_ESCAPED)
+	C("AGENT_NOTE_ESCAPED", CLIP_AGENT_NOTE_ESCAPED)
+	C("AGENT_PENDING", CLIP_AGENT_PENDING)
+	C("AGENT_ANSWERED", CLIP_AGENT_ANSWERED)
+	C("AGENT_TIMED_OUT", CLIP_AGENT_TIMED_OUT)
+	C("AGENT_GONE", CLIP_AGENT_GONE)
 	C("SESSION_RESTART_NO", CLIP_SESSION_RESTART_NO)
 	C("SESSION_RESTART_ON_FAILURE", CLIP_SESSION_RESTART_ON_FAILURE)
 	C("SESSION_RESTART_ALWAYS", CLIP_SESSION_RESTART_ALWAYS)
@@ -3454,6 +3708,7 @@ add_constants(PyObject *m)
 	C("SESSION_EVENT_STOPPED", CLIP_SESSION_EVENT_STOPPED)
 #undef C
 	if (PyModule_AddStringConstant(m, "TRANSFER_SOCKET", CLIP_TRANSFER_SOCKET) < 0 ||
+	    PyModule_AddStringConstant(m, "AGENT_SOCKET", CLIP_AGENT_SOCKET) < 0 ||
 	    PyModule_AddStringConstant(m, "LABEL_XATTR", CLIP_LABEL_XATTR) < 0 ||
 	    PyModule_AddStringConstant(m, "LABEL_XATTR_ROOTLESS", CLIP_LABEL_XATTR_ROOTLESS) < 0)
 		return -1;
