@@ -20,6 +20,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -1387,6 +1388,62 @@ Context_audit_check(ContextObject *self, PyObject *args, PyObject *kwds)
 	return audit_walk(self, args, kwds, 2);
 }
 
+/* Which cage: 0 pidfd, 1 pid, 2 socket. */
+static PyObject *
+context_identify(ContextObject *self, PyObject *arg, int how)
+{
+	int fd;
+	if (how == 1) {
+		long pid = PyLong_AsLong(arg);
+		if (pid == -1 && PyErr_Occurred())
+			return NULL;
+		if (pid <= 0 || pid > INT_MAX)
+			return raise_errno_message(InvalidError, -EINVAL, "a pid must be positive",
+						   -1);
+		fd = (int)pid;
+	} else if (PyBool_Check(arg) || (fd = PyObject_AsFileDescriptor(arg)) < 0) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_TypeError,
+					"an fd or an object with fileno(), not a bool");
+		return NULL;
+	}
+	char *name = NULL;
+	struct clip_level *level = NULL;
+	unsigned flags = 0;
+	struct clip_error *err = NULL;
+	int r = how == 0   ? clip_cage_identify_pidfd(self->ctx, fd, &name, &level, &flags, &err)
+		: how == 1 ? clip_cage_identify_pid(self->ctx, fd, &name, &level, &flags, &err)
+			   : clip_cage_identify_socket(self->ctx, fd, &name, &level, &flags, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	PyObject *n = name ? take_string(name) : Py_NewRef(Py_None);
+	PyObject *l = level ? level_wrap(level) : Py_NewRef(Py_None);
+	if (!n || !l) {
+		Py_XDECREF(n);
+		Py_XDECREF(l);
+		return NULL;
+	}
+	return Py_BuildValue("(NNI)", n, l, flags);
+}
+
+static PyObject *
+Context_identify_pidfd(ContextObject *self, PyObject *arg)
+{
+	return context_identify(self, arg, 0);
+}
+
+static PyObject *
+Context_identify_pid(ContextObject *self, PyObject *arg)
+{
+	return context_identify(self, arg, 1);
+}
+
+static PyObject *
+Context_identify_socket(ContextObject *self, PyObject *arg)
+{
+	return context_identify(self, arg, 2);
+}
+
 static PyObject *
 Context_enter(PyObject *self, PyObject *unused)
 {
@@ -1439,6 +1496,15 @@ static PyMethodDef Context_methods[] = {
 	  "audit_show(dir=None, name=None) -> list[str]: the verified records." },
 	{ "audit_check", KW(Context_audit_check),
 	  "audit_check(dir=None, name=None) -> (int, int): the count and AUDIT_WARN_* flags." },
+	{ "identify_pidfd", (PyCFunction)Context_identify_pidfd, METH_O,
+	  "identify_pidfd(pidfd) -> (name, level, flags): which registered cage a process is in "
+	  "((None, None, CAGE_IDENTITY_CORE) for the core), from the kernel, never from a pid." },
+	{ "identify_pid", (PyCFunction)Context_identify_pid, METH_O,
+	  "identify_pid(pid) -> (name, level, flags): as identify_pidfd() for the process that "
+	  "holds pid now (prefer a pidfd or a socket)." },
+	{ "identify_socket", (PyCFunction)Context_identify_socket, METH_O,
+	  "identify_socket(sock) -> (name, level, flags): as identify_pidfd() for the peer of a "
+	  "connected UNIX socket (SO_PEERPIDFD)." },
 	{ "__enter__", Context_enter, METH_NOARGS, NULL },
 	{ "__exit__", Context_exit, METH_VARARGS, NULL },
 	{ NULL }
@@ -3679,6 +3745,8 @@ add_constants(PyObject *m)
 	C("CAGE_MISSING_CPU", CLIP_CAGE_MISSING_CPU)
 	C("CAGE_MISSING_LANDLOCK", CLIP_CAGE_MISSING_LANDLOCK)
 	C("CAGE_MISSING_CGROUP", CLIP_CAGE_MISSING_CGROUP)
+	C("CAGE_IDENTITY_CORE", CLIP_CAGE_IDENTITY_CORE)
+	C("CAGE_IDENTITY_NESTED", CLIP_CAGE_IDENTITY_NESTED)
 	C("AUDIT_WARN_UNANCHORED", CLIP_AUDIT_WARN_UNANCHORED)
 	C("AUDIT_WARN_TORN", CLIP_AUDIT_WARN_TORN)
 	C("AUDIT_WARN_NOT_COUNTED", CLIP_AUDIT_WARN_NOT_COUNTED)

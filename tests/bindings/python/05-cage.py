@@ -188,3 +188,39 @@ def test_pidfd_in_asyncio(ctx):
     with clip.Cage(ctx, clip.Profile("pyasync")) as cage:
         cage.start()
         assert asyncio.run(run(cage)) == 4
+
+
+def test_identify_which_cage(ctx):
+    """Which cage a process is in, from its pidfd, its pid or a socket's peer;
+    the core; and a process that has ended is gone, not another's."""
+    import socket
+    p = clip.Profile("pyid")
+    p.set_level(clip.Level("s3:c1"))
+    with clip.Cage(ctx, p) as cage:
+        cage.start(register=True)
+        a, b = socket.socketpair()
+        with a, cage.spawn(["/bin/sleep", "30"], fds=[b]) as proc:
+            b.close()
+            assert ctx.identify_pidfd(proc) == ("pyid", clip.Level("s3:c1"), 0)
+            assert ctx.identify_pid(cage.pids[0])[:2] == ("pyid", clip.Level("s3:c1"))
+            # A socket's peer is who made or connected it (here the caller,
+            # the core), whichever process holds the other end now.
+            assert ctx.identify_socket(a) == (None, None, clip.CAGE_IDENTITY_CORE)
+            cage.signal(signal.SIGKILL)
+            assert proc.wait() == 128 + signal.SIGKILL
+            # Ended: its pidfd names no process any more, whatever has its pid.
+            with pytest.raises(clip.NotFoundError):
+                ctx.identify_pidfd(proc)
+    me = os.pidfd_open(os.getpid())
+    try:
+        assert ctx.identify_pidfd(me) == (None, None, clip.CAGE_IDENTITY_CORE)
+    finally:
+        os.close(me)
+    assert ctx.identify_pid(os.getpid())[2] == clip.CAGE_IDENTITY_CORE
+    with open(os.devnull, "rb") as null:
+        with pytest.raises(clip.BadFileError):
+            ctx.identify_pidfd(null)
+    with pytest.raises(clip.InvalidError):
+        ctx.identify_pid(0)
+    with pytest.raises(TypeError):
+        ctx.identify_pidfd(True)
