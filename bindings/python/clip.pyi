@@ -310,6 +310,36 @@ class Question:
     @property
     def timeout_ms(self) -> int: ...
 
+@final
+class FeedEvent(structseq[Any], tuple[int, str | None, int, float, str | None, str | None,
+                                      str | None, str | None]):
+    __match_args__: Final = ("type", "type_name", "seq", "time", "cage", "target", "name", "text")
+    @property
+    def type(self) -> int: ...
+    @property
+    def type_name(self) -> str | None: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def time(self) -> float: ...
+    @property
+    def cage(self) -> str | None: ...
+    @property
+    def target(self) -> str | None: ...
+    @property
+    def name(self) -> str | None: ...
+    @property
+    def text(self) -> str | None: ...
+
+@final
+class Watch:
+    def __init__(self, ctx: Context, session: str, state_dir: _Path | None = ...) -> None: ...
+    def fileno(self) -> int: ...
+    def read(self) -> FeedEvent | None: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Watch: ...
+    def __exit__(self, *args: object) -> bool: ...
+
 LEVEL_EQUAL: int
 LEVEL_DOMINATES: int
 LEVEL_DOMINATED: int
@@ -366,6 +396,13 @@ AGENT_PENDING: int
 AGENT_ANSWERED: int
 AGENT_TIMED_OUT: int
 AGENT_GONE: int
+FEED_TRANSFER_ASKED: int
+FEED_TRANSFER_DELIVERED: int
+FEED_TRANSFER_DENIED: int
+FEED_CAGE_STARTED: int
+FEED_CAGE_STOPPED: int
+FEED_CAGE_DIED: int
+FEED_EXEC_REFUSED: int
 SESSION_RESTART_NO: int
 SESSION_RESTART_ON_FAILURE: int
 SESSION_RESTART_ALWAYS: int

@@ -32,6 +32,7 @@
 #include <clip/cage.h>
 #include <clip/ctx.h>
 #include <clip/exec.h>
+#include <clip/feed.h>
 #include <clip/keys.h>
 #include <clip/label.h>
 #include <clip/level.h>
@@ -3629,6 +3630,162 @@ static PyTypeObject QuestionType = {
 };
 
 /* ------------------------------------------------------------------------ */
+/* Watch: a session's feed of what the user should see (clip-feed(3)) */
+
+static PyTypeObject EventType;
+static PyStructSequence_Field event_fields[] = {
+	{ "type", "FEED_TRANSFER_ASKED, ..., FEED_EXEC_REFUSED" },
+	{ "type_name", "\"transfer-asked\", \"cage-died\"..." },
+	{ "seq", "the event's number in its feed: a gap says how many were dropped" },
+	{ "time", "when it was pushed: seconds since the epoch" },
+	{ "cage", "the cage it is about (a transfer's source), or None" },
+	{ "target", "a transfer's target cage, or None" },
+	{ "name", "a document's or file's name (may come from a cage: escape it), or None" },
+	{ "text", "why or how (may come from a cage: escape it), or None" },
+	{ NULL }
+};
+static PyStructSequence_Desc event_desc = { "clip.FeedEvent",
+					    "An event of a feed: what the user should see.",
+					    event_fields, 8 };
+
+static PyObject *
+opt_string(const char *s)
+{
+	if (!s)
+		Py_RETURN_NONE;
+	return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
+}
+
+static PyObject *
+event_wrap(struct clip_feed_event *e)
+{
+	PyObject *o = PyStructSequence_New(&EventType);
+	if (o) {
+		int type = clip_feed_event_get_type(e);
+		const char *tn = clip_feed_event_type_name(type);
+		PyStructSequence_SET_ITEM(o, 0, PyLong_FromLong(type));
+		PyStructSequence_SET_ITEM(o, 1, opt_string(tn));
+		PyStructSequence_SET_ITEM(o, 2,
+					  PyLong_FromUnsignedLongLong(clip_feed_event_get_seq(e)));
+		PyStructSequence_SET_ITEM(
+			o, 3, PyFloat_FromDouble((double)clip_feed_event_get_time(e) / 1e6));
+		PyStructSequence_SET_ITEM(o, 4, opt_string(clip_feed_event_get_cage(e)));
+		PyStructSequence_SET_ITEM(o, 5, opt_string(clip_feed_event_get_target(e)));
+		PyStructSequence_SET_ITEM(o, 6, opt_string(clip_feed_event_get_name(e)));
+		PyStructSequence_SET_ITEM(o, 7, opt_string(clip_feed_event_get_text(e)));
+		for (int i = 0; i < 8; i++)
+			if (!PyStructSequence_GET_ITEM(o, i)) {
+				Py_CLEAR(o);
+				break;
+			}
+	}
+	clip_feed_event_unref(e);
+	return o;
+}
+
+typedef struct {
+	PyObject_HEAD int fd;
+} WatchObject;
+
+static PyTypeObject WatchType;
+
+static PyObject *
+Watch_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "ctx", "session", "state_dir", NULL };
+	PyObject *ctx, *state_dir = NULL;
+	const char *session;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!s|O&:Watch", kwlist, &ContextType, &ctx,
+					 &session, PyUnicode_FSConverter, &state_dir))
+		return NULL;
+	int fd = -1, r;
+	struct clip_error *err = NULL;
+	Py_BEGIN_ALLOW_THREADS r =
+		clip_session_watch(((ContextObject *)ctx)->ctx, session,
+				   state_dir ? PyBytes_AS_STRING(state_dir) : NULL, &fd, &err);
+	Py_END_ALLOW_THREADS Py_XDECREF(state_dir);
+	if (r < 0)
+		return raise_clip(r, err);
+	WatchObject *o = (WatchObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		close(fd);
+		return NULL;
+	}
+	o->fd = fd;
+	return (PyObject *)o;
+}
+
+static void
+Watch_dealloc(WatchObject *self)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+Watch_fileno(WatchObject *self, PyObject *unused)
+{
+	if (self->fd < 0)
+		return raise_errno_message(BadFileError, -EBADF, "the watch is closed", -1);
+	return PyLong_FromLong(self->fd);
+}
+
+static PyObject *
+Watch_read(WatchObject *self, PyObject *unused)
+{
+	if (self->fd < 0)
+		return raise_errno_message(BadFileError, -EBADF, "the watch is closed", -1);
+	struct clip_feed_event *e = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_session_watch_read(self->fd, &e, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	if (r == 0)
+		Py_RETURN_NONE;
+	return event_wrap(e);
+}
+
+static PyObject *
+Watch_close(WatchObject *self, PyObject *unused)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	self->fd = -1;
+	Py_RETURN_NONE;
+}
+
+static PyObject *
+Watch_exit(WatchObject *self, PyObject *args)
+{
+	Py_DECREF(Watch_close(self, NULL));
+	Py_RETURN_FALSE;
+}
+
+static PyMethodDef Watch_methods[] = {
+	{ "fileno", (PyCFunction)Watch_fileno, METH_NOARGS,
+	  "fileno() -> int: readable when read() has an event (owned by the watch)." },
+	{ "read", (PyCFunction)Watch_read, METH_NOARGS,
+	  "read() -> FeedEvent | None: the next event, without waiting." },
+	{ "close", (PyCFunction)Watch_close, METH_NOARGS, "close(): stop watching." },
+	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__exit__", (PyCFunction)Watch_exit, METH_VARARGS, NULL },
+	{ NULL }
+};
+
+static PyTypeObject WatchType = {
+	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Watch",
+	.tp_basicsize = sizeof(WatchObject),
+	.tp_dealloc = (destructor)Watch_dealloc,
+	.tp_flags = Py_TPFLAGS_DEFAULT,
+	.tp_doc = "Watch(ctx, session, state_dir=None): follow what the user should see of a\n"
+		  "running session (transfers asked, delivered, denied; cages started, stopped,\n"
+		  "died) over its control socket, clip_session_watch().",
+	.tp_methods = Watch_methods,
+	.tp_new = Watch_new,
+};
+
+/* ------------------------------------------------------------------------ */
 /* Module */
 
 static PyObject *
@@ -3693,6 +3850,7 @@ add_types(PyObject *m)
 		{ &SessionType, "Session" },
 		{ &AgentType, "Agent" },
 		{ &QuestionType, "Question" },
+		{ &WatchType, "Watch" },
 	};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		if (PyType_Ready(types[i].type) < 0 ||
@@ -3700,7 +3858,9 @@ add_types(PyObject *m)
 			return -1;
 	}
 	if (PyStructSequence_InitType2(&ResultType, &result_desc) < 0 ||
-	    PyModule_AddObjectRef(m, "TransferResult", (PyObject *)&ResultType) < 0)
+	    PyModule_AddObjectRef(m, "TransferResult", (PyObject *)&ResultType) < 0 ||
+	    PyStructSequence_InitType2(&EventType, &event_desc) < 0 ||
+	    PyModule_AddObjectRef(m, "FeedEvent", (PyObject *)&EventType) < 0)
 		return -1;
 	return 0;
 }
@@ -3767,6 +3927,13 @@ add_constants(PyObject *m)
 	C("AGENT_ANSWERED", CLIP_AGENT_ANSWERED)
 	C("AGENT_TIMED_OUT", CLIP_AGENT_TIMED_OUT)
 	C("AGENT_GONE", CLIP_AGENT_GONE)
+	C("FEED_TRANSFER_ASKED", CLIP_FEED_TRANSFER_ASKED)
+	C("FEED_TRANSFER_DELIVERED", CLIP_FEED_TRANSFER_DELIVERED)
+	C("FEED_TRANSFER_DENIED", CLIP_FEED_TRANSFER_DENIED)
+	C("FEED_CAGE_STARTED", CLIP_FEED_CAGE_STARTED)
+	C("FEED_CAGE_STOPPED", CLIP_FEED_CAGE_STOPPED)
+	C("FEED_CAGE_DIED", CLIP_FEED_CAGE_DIED)
+	C("FEED_EXEC_REFUSED", CLIP_FEED_EXEC_REFUSED)
 	C("SESSION_RESTART_NO", CLIP_SESSION_RESTART_NO)
 	C("SESSION_RESTART_ON_FAILURE", CLIP_SESSION_RESTART_ON_FAILURE)
 	C("SESSION_RESTART_ALWAYS", CLIP_SESSION_RESTART_ALWAYS)

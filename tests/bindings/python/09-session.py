@@ -3,6 +3,11 @@
 # started, driven from a selectors loop through fileno() and dispatch(), a
 # document moved up by a Python client inside the low cage (the binding
 # itself, bound into the cage) and a move down denied, status, stop.
+import gc
+import selectors
+import threading
+import time
+
 import pytest
 
 import clip
@@ -82,7 +87,6 @@ def test_spawn_and_restart(session, ctx):
 def test_a_collected_session_stops(ctx, tmp_path):
     """The last reference of a started session, collected, stops it: its
     cages are gone from the registry."""
-    import gc
     s = make_session(ctx, tmp_path, "low high allow\n")
     s.start()
     assert clip.Session.attach_cage(ctx, "py", "low").state == clip.CAGE_RUNNING
@@ -90,3 +94,45 @@ def test_a_collected_session_stops(ctx, tmp_path):
     gc.collect()
     with pytest.raises(clip.NotFoundError):
         clip.Session.attach_cage(ctx, "py", "low")
+
+
+def test_watch_the_feed(session, ctx, tmp_path):
+    """clip.Watch follows the session's feed: a transfer delivered and one
+    denied, as the runner (this process) reports them."""
+    with pytest.raises(clip.NotFoundError):
+        clip.Watch(ctx, "py", str(tmp_path / "session"))
+    session.start()
+    got = []
+    # The runner answers the watch request from dispatch(): ask from a thread.
+    t = threading.Thread(target=lambda: got.append(
+        clip.Watch(ctx, "py", str(tmp_path / "session"))))
+    t.start()
+    while t.is_alive():
+        with selectors.DefaultSelector() as sel:
+            sel.register(session, selectors.EVENT_READ)
+            sel.select(0.05)
+        while session.dispatch():
+            pass
+    t.join()
+    with got[0] as watch:
+        doc = tmp_path / "doc.txt"
+        doc.write_text("a document\n")
+        assert send_from(session, "low", "high", doc, tmp_path)[1] == "delivered doc.txt\n"
+        assert send_from(session, "high", "low", doc, tmp_path)[1].startswith("denied")
+        events = []
+        for _ in range(50):
+            while session.dispatch():
+                pass
+            e = watch.read()
+            while e is not None:
+                events.append(e)
+                e = watch.read()
+            if any(e.type == clip.FEED_TRANSFER_DENIED for e in events):
+                break
+            time.sleep(0.05)
+    kinds = [(e.type_name, e.cage, e.target) for e in events]
+    assert ("transfer-delivered", "low", "high") in kinds, kinds
+    assert ("transfer-denied", "high", "low") in kinds, kinds
+    assert all(e.seq > 0 and e.time > 0 for e in events)
+    with pytest.raises(clip.BadFileError):
+        watch.read()
