@@ -214,6 +214,8 @@ dir_fd(PyObject *o, bool *owned)
 	return file_fd(o, O_RDONLY | O_DIRECTORY, owned);
 }
 
+static PyObject *opt_string(const char *s);
+
 /* A string the library allocated, as str; frees it. */
 static PyObject *
 take_string(char *s)
@@ -1862,6 +1864,50 @@ PROFILE_INT_SETTER(set_uid_base, "I", unsigned, clip_cage_profile_set_uid_base)
 PROFILE_INT_SETTER(set_start_timeout, "I", unsigned, clip_cage_profile_set_start_timeout)
 
 static PyObject *
+Profile_add_port(ProfileObject *self, PyObject *args)
+{
+	unsigned kind, port;
+	if (!PyArg_ParseTuple(args, "II:add_port", &kind, &port))
+		return NULL;
+	struct clip_error *err = NULL;
+	int r = clip_cage_profile_add_port(self->profile, kind, port, &err);
+	return profile_done(r, err);
+}
+
+PROFILE_INT_SETTER(set_landlock_min_abi, "I", unsigned, clip_cage_profile_set_landlock_min_abi)
+
+static PyObject *
+Profile_get_data_dir(ProfileObject *self, void *closure)
+{
+	return opt_string(clip_cage_profile_get_data_dir(self->profile));
+}
+
+static PyObject *
+Profile_get_binds(ProfileObject *self, void *closure)
+{
+	PyObject *list = PyList_New(0);
+	for (size_t i = 0; list; i++) {
+		const char *source = NULL, *target = NULL;
+		unsigned flags = 0;
+		if (clip_cage_profile_get_bind(self->profile, i, &source, &target, &flags) < 0)
+			break;
+		PyObject *t = Py_BuildValue("(ssO)", source, target,
+					    flags & CLIP_CAGE_BIND_RW ? Py_True : Py_False);
+		if (!t || PyList_Append(list, t) < 0) {
+			Py_XDECREF(t);
+			Py_CLEAR(list);
+			break;
+		}
+		Py_DECREF(t);
+	}
+	if (!list)
+		return NULL;
+	PyObject *tuple = PyList_AsTuple(list);
+	Py_DECREF(list);
+	return tuple;
+}
+
+static PyObject *
 Profile_get_name(ProfileObject *self, void *closure)
 {
 	return PyUnicode_FromString(clip_cage_profile_get_name(self->profile));
@@ -1905,6 +1951,11 @@ static PyMethodDef Profile_methods[] = {
 	{ "set_wx", (PyCFunction)Profile_set_wx, METH_VARARGS, "set_wx(on)" },
 	{ "set_measure", (PyCFunction)Profile_set_measure, METH_VARARGS, "set_measure(on)" },
 	{ "set_uid_base", (PyCFunction)Profile_set_uid_base, METH_VARARGS, "set_uid_base(base)" },
+	{ "add_port", (PyCFunction)Profile_add_port, METH_VARARGS,
+	  "add_port(kind, port): a TCP port the cage may bind or connect to (CAGE_PORT_BIND, "
+	  "CAGE_PORT_CONNECT, or both)." },
+	{ "set_landlock_min_abi", (PyCFunction)Profile_set_landlock_min_abi, METH_VARARGS,
+	  "set_landlock_min_abi(abi): the oldest Landlock ABI the cage may start with (0: none)." },
 	{ "set_start_timeout", (PyCFunction)Profile_set_start_timeout, METH_VARARGS,
 	  "set_start_timeout(seconds)" },
 	{ NULL }
@@ -1914,6 +1965,9 @@ static PyGetSetDef Profile_getset[] = {
 	{ "name", (getter)Profile_get_name, NULL, "the profile's name", NULL },
 	{ "level", (getter)Profile_get_level, NULL, "the cage's level", NULL },
 	{ "uid_base", (getter)Profile_get_uid_base, NULL, "the first host uid (root mode)", NULL },
+	{ "data_dir", (getter)Profile_get_data_dir, NULL, "the data directory, or None", NULL },
+	{ "binds", (getter)Profile_get_binds, NULL,
+	  "the binds in the order they were added: (source, target, rw) tuples", NULL },
 	{ NULL }
 };
 
@@ -3906,6 +3960,13 @@ add_constants(PyObject *m)
 	C("CAGE_MISSING_LANDLOCK", CLIP_CAGE_MISSING_LANDLOCK)
 	C("CAGE_MISSING_CGROUP", CLIP_CAGE_MISSING_CGROUP)
 	C("CAGE_IDENTITY_CORE", CLIP_CAGE_IDENTITY_CORE)
+	C("CAGE_PORT_BIND", CLIP_CAGE_PORT_BIND)
+	C("CAGE_PORT_CONNECT", CLIP_CAGE_PORT_CONNECT)
+	C("CAGE_LANDLOCK_ABI_MAX", CLIP_CAGE_LANDLOCK_ABI_MAX)
+	C("CAGE_MISSING_LANDLOCK_NET", CLIP_CAGE_MISSING_LANDLOCK_NET)
+	C("CAGE_MISSING_LANDLOCK_IOCTL", CLIP_CAGE_MISSING_LANDLOCK_IOCTL)
+	C("CAGE_MISSING_LANDLOCK_SCOPE", CLIP_CAGE_MISSING_LANDLOCK_SCOPE)
+	C("CAGE_MISSING_LANDLOCK_LOG", CLIP_CAGE_MISSING_LANDLOCK_LOG)
 	C("CAGE_IDENTITY_NESTED", CLIP_CAGE_IDENTITY_NESTED)
 	C("AUDIT_WARN_UNANCHORED", CLIP_AUDIT_WARN_UNANCHORED)
 	C("AUDIT_WARN_TORN", CLIP_AUDIT_WARN_TORN)

@@ -29,7 +29,12 @@ def test_profile_builder():
     p.add_syscall_deny("ptrace")
     p.set_wx(True)
     p.set_start_timeout(20)
+    p.add_port(clip.CAGE_PORT_BIND | clip.CAGE_PORT_CONNECT, 8080)
+    p.set_landlock_min_abi(1)
+    p.set_data_dir("/var/lib/pybuilt")
     assert p.name == "pybuilt" and p.level == clip.Level("s2:c1")
+    assert p.data_dir == "/var/lib/pybuilt" and clip.Profile("x").data_dir is None
+    assert ("/srv", "/srv", True) in p.binds
     text = p.format()
     assert "/scratch" in text and str(p) == text
     again = clip.Profile.parse(text, "again")
@@ -49,6 +54,10 @@ def test_profile_refusals():
         p.add_capability("CAP_NOPE")
     with pytest.raises(clip.InvalidError):
         p.set_network(9)
+    with pytest.raises(clip.InvalidError):
+        p.add_port(clip.CAGE_PORT_BIND, 0)
+    with pytest.raises(clip.InvalidError):
+        p.set_landlock_min_abi(clip.CAGE_LANDLOCK_ABI_MAX + 1)
     with pytest.raises(clip.InvalidError) as e:
         clip.Profile.parse("[Cage]\nName=x\nBogus=1\n", "bogus.cage")
     assert "bogus.cage" in e.value.strerror and e.value.offset is not None
