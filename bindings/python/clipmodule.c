@@ -160,6 +160,47 @@ raise_os(int e, const char *what, const char *name)
 	return raise_errno_message(NULL, -e, buf, -1);
 }
 
+/*
+ * Test hooks (doc/threat-model.md): in a -Dtest_hooks=true build,
+ * CLIP_TEST_DISABLE (comma-separated names) switches a protection of this
+ * module off, as libclip/base/test-hooks.h does inside the library; the
+ * module links the public library only, so it reads the variable itself.
+ */
+static bool
+test_hook_disabled(const char *what)
+{
+#ifdef CLIP_TEST_HOOKS
+	const char *list = getenv("CLIP_TEST_DISABLE");
+	size_t n = strlen(what);
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, what, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+#endif
+	(void)what;
+	return false;
+}
+
+/*
+ * The UTF-8 of a str the binding hands the library itself, refused when it
+ * holds a NUL byte: the library takes C strings, which end there (a level
+ * "s0\0s15" would be parsed as "s0"). CPython's own converters ("s", "z",
+ * PyUnicode_FSConverter) refuse such strings for every other argument.
+ */
+static const char *
+text_arg(PyObject *o, const char *what)
+{
+	Py_ssize_t size;
+	const char *s = PyUnicode_AsUTF8AndSize(o, &size);
+	if (s && strlen(s) != (size_t)size && !test_hook_disabled("python-nul-byte")) {
+		char buf[160];
+		snprintf(buf, sizeof(buf), "%s holds a NUL byte at offset %zu", what, strlen(s));
+		raise_errno_message(InvalidError, -EINVAL, buf, (int)strlen(s));
+		return NULL;
+	}
+	return s;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Files: an int, an object with fileno(), or a path */
 
@@ -297,7 +338,7 @@ Level_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 					"Level(text) takes no categories: write them in the text");
 			return NULL;
 		}
-		const char *text = PyUnicode_AsUTF8(first);
+		const char *text = text_arg(first, "the level's text");
 		if (!text)
 			return NULL;
 		r = clip_level_parse(&level, text, &err);
@@ -643,7 +684,7 @@ Range_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	struct clip_error *err = NULL;
 	int r;
 	if (PyUnicode_Check(low) && !high) {
-		const char *text = PyUnicode_AsUTF8(low);
+		const char *text = text_arg(low, "the range's text");
 		if (!text)
 			return NULL;
 		r = clip_range_parse(&range, text, &err);

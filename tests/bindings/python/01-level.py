@@ -130,3 +130,18 @@ def test_names_refusals():
         clip.LevelNames(NAMES).parse("Unknown")
     with pytest.raises(TypeError):
         clip.Level.parse("Public", names="s0=Public")
+
+
+def test_level_refuses_a_nul_byte():
+    """A str with a NUL byte is refused, not parsed up to it: "s0\\0s15"
+    would be s0 to the library while the program logged the whole text."""
+    with pytest.raises(clip.InvalidError) as e:
+        clip.Level("s0\x00s15")
+    assert e.value.offset == 2 and "NUL" in e.value.strerror
+    with pytest.raises(clip.InvalidError):
+        clip.Range("s0\x00-s15")
+    # CPython's own converters refuse it for every other str argument.
+    with pytest.raises(ValueError):
+        clip.Level.parse("s0\x00s15")
+    with pytest.raises(ValueError):
+        clip.LevelNames("s0=Public\n").parse("Public\x00")

@@ -114,3 +114,13 @@ def test_unsafe_state_dir_is_refused(tmp_path, doc):
     ctx = clip.Context(state_dir=state, log=False)
     with pytest.raises(clip.PermissionDenied):
         ctx.label_set(doc, clip.Level("s1"), **RL)
+
+
+def test_path_refuses_a_nul_byte(ctx, doc):
+    """A path "doc.txt\\0.bak" is refused, never opened as "doc.txt"."""
+    ctx.label_set(doc, clip.Level("s1"), **RL)
+    with pytest.raises(ValueError):
+        ctx.label_get(str(doc) + "\x00.bak", **RL)
+    with pytest.raises(ValueError):
+        ctx.label_set(str(doc) + "\x00.bak", clip.Level("s2"), **RL)
+    assert ctx.label_get(doc, **RL) == clip.Level("s1")
