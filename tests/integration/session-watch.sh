@@ -32,7 +32,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The demo session, with clipctl bound into its cages (as session.sh does).
+# The demo session, with clipctl bound into its cages (as session-cli.sh does).
 x=$base/s
 cp -r "$examples" "$x"
 bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)

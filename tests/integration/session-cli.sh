@@ -9,7 +9,7 @@
 # Also: a runner killed with SIGKILL, whose cages `session down` stops, and a
 # session file that `session up` refuses before anything starts.
 #
-#   session.sh CLIPCTL CLIP_CONFIRM SESSIONS_DIR
+#   session-cli.sh CLIPCTL CLIP_CONFIRM SESSIONS_DIR
 #
 # SESSIONS_DIR is examples/sessions (demo.session and its profiles). Run by
 # root, the cages run in root mode; by another user, rootless.
