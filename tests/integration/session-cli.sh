@@ -22,8 +22,7 @@ if [ "$(id -u)" != 0 ] && ! unshare -Ur true 2>/dev/null; then
 	exit 0
 fi
 base=$(mktemp -d /var/tmp/clip-session-XXXXXX)
-tap_tmp=$base/tap
-mkdir -p "$tap_tmp"
+# tap.sh made $tap_tmp (and its EXIT trap, replaced below: removed there too).
 chmod 711 "$base"
 state=$base/state
 mode=()
@@ -34,7 +33,7 @@ cleanup() {
 	ctl session down demo >/dev/null 2>&1
 	[ -z "$agent_pid" ] || kill "$agent_pid" 2>/dev/null
 	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$base"
+	[ -n "${KEEP:-}" ] || rm -rf "$base" "$tap_tmp"
 }
 trap cleanup EXIT
 

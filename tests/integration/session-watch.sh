@@ -15,8 +15,7 @@ if [ "$(id -u)" != 0 ] && ! unshare -Ur true 2>/dev/null; then
 	exit 0
 fi
 base=$(mktemp -d /var/tmp/clip-watch-XXXXXX)
-tap_tmp=$base/tap
-mkdir -p "$tap_tmp"
+# tap.sh made $tap_tmp (and its EXIT trap, replaced below: removed there too).
 chmod 711 "$base"
 state=$base/state
 mode=()
@@ -28,7 +27,7 @@ cleanup() {
 	[ -z "$agent_pid" ] || kill "$agent_pid" 2>/dev/null
 	[ -z "$watch_pid" ] || kill "$watch_pid" 2>/dev/null
 	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$base"
+	[ -n "${KEEP:-}" ] || rm -rf "$base" "$tap_tmp"
 }
 trap cleanup EXIT
 

@@ -88,6 +88,22 @@ struct world {
 	bool default_state; /* the session's state directory is the default one */
 };
 
+/*
+ * The session of the test running, until world_free(): a failed assertion
+ * leaves the test without freeing it, and its cages, registered, would
+ * outlive the test's process. The suite's fini (run after a failure too)
+ * drops it, which stops them.
+ */
+static struct clip_session *live_session;
+
+static void
+drop_live_session(void)
+{
+	live_session = clip_session_unref(live_session);
+}
+
+TestSuite(session_run, .fini = drop_live_session);
+
 /* A session of three cages (low s0, mid s1:c5, high s2), not started. */
 static void
 world_new(struct world *w, const char *policy, int high_restart)
@@ -104,6 +120,7 @@ world_new(struct world *w, const char *policy, int high_restart)
 	snprintf(path, sizeof(path), "%s/ctx", w->dir);
 	w->ctx = test_ctx(path);
 	cr_assert_eq(clip_session_new(&w->s, w->ctx, "t", NULL), 0);
+	live_session = w->s;
 	snprintf(w->state, sizeof(w->state), "%s/session", w->dir);
 	cr_assert_eq(clip_session_set_state_dir(w->s, w->state, NULL), 0);
 	for (int i = 0; i < N_CAGES; i++) {
@@ -142,6 +159,7 @@ world_start(struct world *w)
 static void
 world_free(struct world *w)
 {
+	live_session = NULL;
 	clip_session_unref(w->s);
 	clip_ctx_unref(w->ctx);
 	free(w->dir);
