@@ -91,8 +91,9 @@ struct world {
 /*
  * The session of the test running, until world_free(): a failed assertion
  * leaves the test without freeing it, and its cages, registered, would
- * outlive the test's process. The suite's fini (run after a failure too)
- * drops it, which stops them.
+ * outlive the test's process. Dropping it stops them: at the suite's fini,
+ * and at the worker's exit, which a failed assertion reaches without the
+ * fini.
  */
 static struct clip_session *live_session;
 
@@ -120,6 +121,8 @@ world_new(struct world *w, const char *policy, int high_restart)
 	snprintf(path, sizeof(path), "%s/ctx", w->dir);
 	w->ctx = test_ctx(path);
 	cr_assert_eq(clip_session_new(&w->s, w->ctx, "t", NULL), 0);
+	if (!live_session)
+		atexit(drop_live_session);
 	live_session = w->s;
 	snprintf(w->state, sizeof(w->state), "%s/session", w->dir);
 	cr_assert_eq(clip_session_set_state_dir(w->s, w->state, NULL), 0);
