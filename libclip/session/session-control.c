@@ -572,13 +572,22 @@ status_parse(char *untrusted_text, struct clip_session_status **ret)
 	return 0;
 }
 
-/* Connect to @dir/control.sock through the directory's fd: the fd, or -errno with a message. */
+/* Connect to the control socket of @session (in @state_dir, or the context's default) through
+ * the directory's fd: the fd, or -errno with a message. */
 int
-session_control_connect(const char *session, const char *dir, struct clip_error **reterr)
+session_control_connect(struct clip_ctx *ctx, const char *session, const char *state_dir,
+			struct clip_error **reterr)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_free_ char *dir = NULL;
 	_cleanup_close_ int dfd = -1, fd = -1;
 
+	if (!state_dir && !clip_ctx_get_state_dir(ctx))
+		return error_set(reterr, -EINVAL, "session '%s': no state directory to find it in",
+				 session);
+	dir = session_state_path_for(ctx, session, state_dir);
+	if (!dir)
+		return -ENOMEM;
 	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 && (errno == ENOENT || errno == ENOTDIR))
 		return error_set(reterr, -ESRCH, "session '%s' is not running (no %s)", session,
@@ -631,7 +640,7 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 		     const char *request, struct clip_session_status **ret_status,
 		     struct clip_error **reterr)
 {
-	_cleanup_free_ char *dir = NULL, *untrusted_answer = NULL;
+	_cleanup_free_ char *untrusted_answer = NULL;
 	_cleanup_close_ int fd = -1;
 	ssize_t n;
 	int r;
@@ -647,18 +656,7 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 			   "%s: the state directory is not absolute", __func__);
 	session_assert_arg(!ret_status || strcmp(request, "status") == 0, reterr,
 			   "%s: a status comes only from \"status\"", __func__);
-	if (!state_dir && !clip_ctx_get_state_dir(ctx))
-		return api_return(error_set(reterr, -EINVAL,
-					    "session '%s': no state directory to find it in",
-					    session),
-				  reterr);
-	if (state_dir)
-		dir = strdup(state_dir);
-	else if (asprintf(&dir, "%s/sessions/%s", clip_ctx_get_state_dir(ctx), session) < 0)
-		dir = NULL;
-	if (!dir)
-		return api_return(-ENOMEM, reterr);
-	fd = session_control_connect(session, dir, reterr);
+	fd = session_control_connect(ctx, session, state_dir, reterr);
 	if (fd < 0)
 		return api_return(fd, reterr);
 	/* A runner that refused at once may have answered already: read it below. */

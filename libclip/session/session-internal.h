@@ -117,6 +117,9 @@ DEFINE_UNREF_CLEANUP(struct clip_policy, clip_policy_unref)
 /* [a-z0-9][a-z0-9_-]*, 1 to CLIP_SESSION_NAME_MAX: a session's or a cage's name. */
 bool session_name_valid(const char *name);
 struct session_cage *session_find_cage(const struct clip_session *s, const char *name);
+/* The state directory of session @name: @state_dir if given, else the context's
+ * STATE/sessions/NAME; NULL on ENOMEM or when the context has no state directory. */
+char *session_state_path_for(struct clip_ctx *ctx, const char *name, const char *state_dir);
 /* The state directory's path, resolved (s->state_dir or the default); NULL on ENOMEM. */
 char *session_state_path(const struct clip_session *s);
 /* The cage's profile with the session's wiring added, ready to start. */
@@ -161,6 +164,7 @@ void session_feed_close(struct clip_session *s);
 /* A control connection asked "watch": it becomes a watcher (takes @fd), or is refused. */
 void session_watch_add(struct clip_session *s, int fd);
 /* session-control.c, for the watch client */
-int session_control_connect(const char *session, const char *dir, struct clip_error **reterr);
+int session_control_connect(struct clip_ctx *ctx, const char *session, const char *state_dir,
+			    struct clip_error **reterr);
 int session_answer_error_parse(const char *session, char *untrusted_text,
 			       struct clip_error **reterr);

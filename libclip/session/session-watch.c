@@ -145,7 +145,6 @@ CLIP_EXPORT int
 clip_session_watch(struct clip_ctx *ctx, const char *session, const char *state_dir, int *ret_fd,
 		   struct clip_error **reterr)
 {
-	_cleanup_free_ char *dir = NULL;
 	_cleanup_close_ int fd = -1;
 	char untrusted_answer[1024];
 	ssize_t n;
@@ -158,18 +157,7 @@ clip_session_watch(struct clip_ctx *ctx, const char *session, const char *state_
 	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
 			   "%s: the state directory is not absolute", __func__);
 	session_assert_arg(ret_fd, reterr, "%s: ret_fd is NULL", __func__);
-	if (!state_dir && !clip_ctx_get_state_dir(ctx))
-		return api_return(error_set(reterr, -EINVAL,
-					    "session '%s': no state directory to find it in",
-					    session),
-				  reterr);
-	if (state_dir)
-		dir = strdup(state_dir);
-	else if (asprintf(&dir, "%s/sessions/%s", clip_ctx_get_state_dir(ctx), session) < 0)
-		dir = NULL;
-	if (!dir)
-		return api_return(-ENOMEM, reterr);
-	fd = session_control_connect(session, dir, reterr);
+	fd = session_control_connect(ctx, session, state_dir, reterr);
 	if (fd < 0)
 		return api_return(fd, reterr);
 	if (send(fd, "watch", 5, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)

@@ -145,17 +145,22 @@ session_find_cage(const struct clip_session *s, const char *name)
 }
 
 char *
-session_state_path(const struct clip_session *s)
+session_state_path_for(struct clip_ctx *ctx, const char *name, const char *state_dir)
 {
-	const char *base;
+	const char *base = clip_ctx_get_state_dir(ctx);
 	char *path;
 
-	if (s->state_dir)
-		return strdup(s->state_dir);
-	base = clip_ctx_get_state_dir(s->ctx);
-	if (!base || asprintf(&path, "%s/sessions/%s", base, s->name) < 0)
+	if (state_dir)
+		return strdup(state_dir);
+	if (!base || asprintf(&path, "%s/sessions/%s", base, name) < 0)
 		return NULL;
 	return path;
+}
+
+char *
+session_state_path(const struct clip_session *s)
+{
+	return session_state_path_for(s->ctx, s->name, s->state_dir);
 }
 
 /* An absolute, normalised path (path_fault(): the cage profile's rule for paths). */
