@@ -208,10 +208,12 @@ session_up(struct clipctl *c, int argc, char **argv)
 	close(rp[0]);
 	close(ep[0]);
 	if (r < 0) {
-		fail_error("session up", -ECHILD, NULL);
 		fprintf(stderr,
-			"clipctl: the runner of session '%s' exited before it was ready%s%s\n",
-			clip_session_get_name(s), o.log ? ": see " : "", o.log ? o.log : "");
+			"clipctl: session up: the runner of session '%s' exited before it was "
+			"ready; %s%s\n",
+			clip_session_get_name(s),
+			o.log ? "its messages are in " : "its messages are above",
+			o.log ? o.log : "");
 		clip_session_unref(s);
 		return EXIT_INVALID;
 	}

@@ -206,4 +206,16 @@ like "down names the cages it stopped" "$out" 'stopped cage demo\.low'
 expect 1 "down of a session that is not up fails" -- ctl session down demo
 like "and says why" "$err" 'demo'
 
+# --- a runner that fails before it is ready: one message, no stray errno ---
+mkdir -p "$sd" && rm -rf "${sd:?}/inbox" && ln -s / "$sd/inbox"
+expect 1 "up fails when the runner fails before it is ready" -- ctl session up "$x/demo.session"
+like "up says the runner exited before it was ready" "$err" \
+	"^clipctl: session up: the runner of session 'demo' exited before it was ready; its messages are above\$"
+like "the runner's own message names the planted link" "$err" "$sd/inbox"
+case $err in
+*"No child processes"*) not_ok "no message from a stray errno (got: $err)" ;;
+*) ok "no message from a stray errno" ;;
+esac
+rm -f "$sd/inbox"
+
 tap_plan_end
