@@ -16,43 +16,8 @@
 set -u
 clipctl=$1 confirm=$2 examples=$3
 . "$(dirname "$0")/tap.sh"
-
-if [ "$(id -u)" != 0 ] && ! unshare -Ur true 2>/dev/null; then
-	echo "1..0 # SKIP this host refuses user namespaces to uid $(id -u): no cage can start"
-	exit 0
-fi
-base=$(mktemp -d /var/tmp/clip-session-XXXXXX)
-# tap.sh made $tap_tmp (and its EXIT trap, replaced below: removed there too).
-chmod 711 "$base"
-state=$base/state
-mode=()
-[ "$("$clipctl" cage mode)" = rootless ] && mode=(--rootless)
-ctl() { "$clipctl" --state-dir "$state" "${mode[@]}" "$@"; }
-agent_pid=
-cleanup() {
-	ctl session down demo >/dev/null 2>&1
-	[ -z "$agent_pid" ] || kill "$agent_pid" 2>/dev/null
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$base" "$tap_tmp"
-}
-trap cleanup EXIT
-
-# The session's files in $base/s: relative paths resolve there. clipctl and
-# its library bound read-only in the build's layout, as the demo does.
-x=$base/s
-cp -r "$examples" "$x"
-bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)
-lib_dir=$(cd "$bin_dir/../../libclip" && pwd -P)
-cc=/opt/clip/programs/clipctl/$(basename "$clipctl")
-for profile in "$x"/*.cage; do
-	binds="BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip"
-	if grep -q '^\[Files\]$' "$profile"; then
-		sed -i "/^\[Files\]\$/a $binds" "$profile"
-	else
-		printf '\n[Files]\n%s\n' "$binds" >>"$profile"
-	fi
-done
-sd=$state/sessions/demo
+. "$(dirname "$0")/session-lib.sh"
+session_setup clip-session
 # clipctl in a cage: under AddressSanitizer without LeakSanitizer, which
 # stops threads with ptrace(), refused by the cage's seccomp filter (as in
 # transfer-cages.sh). Elsewhere the variable is empty and changes nothing.
@@ -114,20 +79,7 @@ while True:
 EOF
 mkdir "$base/gate"
 python3 "$base/agent.py" "$base/gate" "$confirm" --socket "$sd/confirm.sock" >"$base/agent.log" 2>&1 &
-agent_pid=$!
-# A process that has ended: gone, or a zombie (run by `unshare --pid
-# --fork`, the runner's parent is the namespace's first process, meson,
-# which reaps only its own children).
-ended() { # PID
-	local state
-	state=$(ps -o stat= -p "$1" 2>/dev/null) || return 0
-	[[ $state == Z* ]]
-}
-wait_file() { # FILE: up to 20 s
-	local i
-	for i in $(seq 200); do [ -e "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
+bg_pids=($!)
 for i in $(seq 100); do
 	ctl session status demo 2>/dev/null | grep -q ': agent connected' && break
 	sleep 0.1
@@ -175,9 +127,9 @@ expect 0 "the core opens the envelope for low" -- ctl transfer open "$sd/inbox/l
 pids=$(for c in low high side; do ctl cage list 2>/dev/null | awk -v n="demo.$c" '$1 == n { print $3 }'; done)
 expect 0 "session down" -- ctl session down demo
 like "down says so" "$out" '^session demo down$'
-kill "$agent_pid" 2>/dev/null
-wait "$agent_pid" 2>/dev/null
-agent_pid=
+kill "${bg_pids[@]}" 2>/dev/null
+wait "${bg_pids[@]}" 2>/dev/null
+bg_pids=()
 left=
 for p in $pids; do ended "$p" || left="$left $p"; done
 [ -z "$left" ] && ok "no process of the session is left" || not_ok "no process of the session is left:$left"

@@ -9,48 +9,8 @@
 set -u
 clipctl=$1 confirm=$2 examples=$3
 . "$(dirname "$0")/tap.sh"
-
-if [ "$(id -u)" != 0 ] && ! unshare -Ur true 2>/dev/null; then
-	echo "1..0 # SKIP this host refuses user namespaces to uid $(id -u): no cage can start"
-	exit 0
-fi
-base=$(mktemp -d /var/tmp/clip-watch-XXXXXX)
-# tap.sh made $tap_tmp (and its EXIT trap, replaced below: removed there too).
-chmod 711 "$base"
-state=$base/state
-mode=()
-[ "$("$clipctl" cage mode)" = rootless ] && mode=(--rootless)
-ctl() { "$clipctl" --state-dir "$state" "${mode[@]}" "$@"; }
-agent_pid= watch_pid=
-cleanup() {
-	ctl session down demo >/dev/null 2>&1
-	[ -z "$agent_pid" ] || kill "$agent_pid" 2>/dev/null
-	[ -z "$watch_pid" ] || kill "$watch_pid" 2>/dev/null
-	wait 2>/dev/null
-	[ -n "${KEEP:-}" ] || rm -rf "$base" "$tap_tmp"
-}
-trap cleanup EXIT
-
-# The demo session, with clipctl bound into its cages (as session-cli.sh does).
-x=$base/s
-cp -r "$examples" "$x"
-bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)
-lib_dir=$(cd "$bin_dir/../../libclip" && pwd -P)
-cc=/opt/clip/programs/clipctl/$(basename "$clipctl")
-for profile in "$x"/*.cage; do
-	binds="BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip"
-	if grep -q '^\[Files\]$' "$profile"; then
-		sed -i "/^\[Files\]\$/a $binds" "$profile"
-	else
-		printf '\n[Files]\n%s\n' "$binds" >>"$profile"
-	fi
-done
-sd=$state/sessions/demo
-wait_for() { # FILE REGEX: up to 20 s
-	local i
-	for i in $(seq 200); do grep -Eq "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-	return 1
-}
+. "$(dirname "$0")/session-lib.sh"
+session_setup clip-watch
 
 expect 0 "session up" -- ctl session up --log "$base/runner.log" "$x/demo.session"
 expect 1 "watch of a session that is not up fails" -- ctl watch nosuch
@@ -58,10 +18,12 @@ like "and names it" "$err" 'nosuch'
 
 ctl watch demo >"$base/watch.out" 2>"$base/watch.err" &
 watch_pid=$!
-wait_for "$base/watch.out" '^watching session demo$' && ok "watch starts" || not_ok "watch starts: $(cat "$base/watch.err")"
+bg_pids+=("$watch_pid")
+wait_file "$base/watch.out" '^watching session demo$' && ok "watch starts" || not_ok "watch starts: $(cat "$base/watch.err")"
 "$confirm" --socket "$sd/confirm.sock" --auto yes >"$base/agent.log" 2>&1 &
 agent_pid=$!
-wait_for "$base/agent.log" 'connected to' && ok "the agent is connected" || not_ok "the agent is connected"
+bg_pids+=("$agent_pid")
+wait_file "$base/agent.log" 'connected to' && ok "the agent is connected" || not_ok "the agent is connected"
 
 expect 0 "exec: a document in low" -- ctl session exec demo low -- sh -c 'echo figures >/data/figures.txt'
 # LeakSanitizer cannot run in a cage (an ASan build): the clipctl there does without it.
@@ -72,16 +34,16 @@ nl=$'\n'
 expect 3 "a name with a line break is denied" -- ctl session exec demo low -- "${incage[@]}" transfer send /data/figures.txt --to high --name "evil${nl}cage-stopped high"
 side=$(ctl cage list 2>/dev/null | awk '$1 == "demo.side" { print $3 }')
 [ -n "$side" ] && kill -KILL "$side"
-wait_for "$base/watch.out" '^cage-died side' && ok "side's death is seen" || not_ok "side's death is seen"
+wait_file "$base/watch.out" '^cage-died side' && ok "side's death is seen" || not_ok "side's death is seen"
 expect 0 "session down" -- ctl session down demo
 for i in $(seq 100); do [ -d "/proc/$watch_pid" ] || break; sleep 0.1; done
 wait "$watch_pid"
 rc=$?
-watch_pid=
+bg_pids=("$agent_pid")
 [ "$rc" = 0 ] && ok "watch exits 0 when the session stops" || not_ok "watch exits 0 when the session stops (rc $rc: $(cat "$base/watch.err"))"
 kill "$agent_pid" 2>/dev/null
 wait "$agent_pid" 2>/dev/null
-agent_pid=
+bg_pids=()
 
 # The events, in order; cage-stopped of low and high in either order.
 got=$(grep -v '^watching' "$base/watch.out")
