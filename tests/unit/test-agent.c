@@ -22,41 +22,12 @@
 
 #include "base/util.h"
 #include "helpers.h"
+#include "mediator-world.h"
 #include "transfer/proto.h"
-
-static int
-listen_at(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", path);
-	cr_assert_eq(listen(fd, 64), 0);
-	return fd;
-}
-
-/* A mediator with two cages, low (s0) and high (s2), and an agent connected to it. */
-struct world {
-	char *dir;
-	struct clip_ctx *ctx;
-	struct clip_audit *audit;
-	struct clip_mediator *m;
-	struct clip_agent *agent;
-	int dfd, inbox[2];
-	char sock[2][512];
-};
-
-static void
-pump(struct world *w)
-{
-	while (clip_mediator_dispatch(w->m, NULL) > 0)
-		;
-}
 
 /* Run the mediator until the agent has something (5 s at most); what it got. */
 static int
-next(struct world *w, struct clip_agent_question **q)
+next(struct test_world *w, struct clip_agent_question **q)
 {
 	long long deadline = now_ms() + 5000;
 
@@ -67,7 +38,7 @@ next(struct world *w, struct clip_agent_question **q)
 		};
 		int r;
 
-		pump(w);
+		test_world_pump(w);
 		r = clip_agent_receive(w->agent, 0, q, NULL);
 		if (r != CLIP_AGENT_NONE || now_ms() > deadline)
 			return r;
@@ -76,59 +47,18 @@ next(struct world *w, struct clip_agent_question **q)
 }
 
 static void
-world_setup(struct world *w, uint32_t timeout_ms)
+world_setup(struct test_world *w, uint32_t timeout_ms)
 {
-	static const char *const names[] = { "low", "high" }, *const levels[] = { "s0", "s2" };
 	struct clip_mediator_opts opts = { .size = sizeof(opts), .confirm_timeout_ms = timeout_ms };
-	struct clip_policy *p = test_policy("low high ask\nhigh low ask\n");
-	char path[600];
-	int agent_listen;
 
-	memset(w, 0, sizeof(*w));
-	w->dir = test_tmpdir("tmpfs");
-	snprintf(path, sizeof(path), "%s/state", w->dir);
-	w->ctx = test_ctx(path);
-	w->dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	cr_assert_eq(clip_audit_open(&w->audit, w->ctx, w->dfd, "audit.log", 0, NULL), 0);
-	opts.label_flags = test_is_root() ? 0 : CLIP_LABEL_ROOTLESS;
-	cr_assert_eq(clip_mediator_new(&w->m, w->ctx, p, w->audit, &opts, NULL), 0);
-	clip_policy_unref(p);
-	for (int i = 0; i < 2; i++) {
-		struct clip_level *l = test_level(levels[i]);
-		struct clip_mediator_cage c = { .size = sizeof(c), .name = names[i], .level = l };
-
-		snprintf(path, sizeof(path), "%s/%s", w->dir, names[i]);
-		cr_assert_eq(mkdir(path, 0755), 0);
-		w->inbox[i] = c.inbox_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		snprintf(w->sock[i], sizeof(w->sock[i]), "%s/%s.sock", w->dir, names[i]);
-		c.socket_fd = listen_at(w->sock[i]);
-		cr_assert_eq(clip_mediator_add_cage(w->m, &c, NULL), 0);
-		close(c.socket_fd);
-		clip_level_unref(l);
-	}
-	snprintf(path, sizeof(path), "%s/agent.sock", w->dir);
-	agent_listen = listen_at(path);
-	cr_assert_eq(clip_mediator_add_agent_socket(w->m, agent_listen, NULL), 0);
-	close(agent_listen);
-	cr_assert_eq(clip_agent_connect(&w->agent, path, NULL, NULL), 0);
+	test_world_setup(w, "low high ask\nhigh low ask\n", opts);
+	cr_assert_eq(clip_agent_connect(&w->agent, w->agent_sock, NULL, NULL), 0);
 	cr_assert_eq(next(w, NULL), CLIP_AGENT_READY, "the agent is greeted");
-}
-
-static void
-world_teardown(struct world *w)
-{
-	clip_agent_unref(w->agent);
-	close(w->inbox[0]), close(w->inbox[1]);
-	close(w->dfd);
-	clip_mediator_unref(w->m);
-	clip_audit_unref(w->audit);
-	clip_ctx_unref(w->ctx);
-	free(w->dir);
 }
 
 /* A transfer from low to high, sent and not waited for. */
 static struct clip_transfer *
-ask(struct world *w, const char *content, const char *note)
+ask(struct test_world *w, const char *content, const char *note)
 {
 	struct clip_transfer *t = NULL;
 	int sock, src;
@@ -143,7 +73,7 @@ ask(struct world *w, const char *content, const char *note)
 
 /* Run the mediator until @t is answered. */
 static void
-settle(struct world *w, struct clip_transfer *t)
+settle(struct test_world *w, struct clip_transfer *t)
 {
 	long long deadline = now_ms() + 5000;
 
@@ -153,7 +83,7 @@ settle(struct world *w, struct clip_transfer *t)
 			{ .fd = clip_transfer_get_fd(t), .events = POLLIN },
 		};
 
-		pump(w);
+		test_world_pump(w);
 		poll(p, 2, 100);
 	}
 }
@@ -168,7 +98,7 @@ Test(agent, a_question_says_what_the_prompt_shows_and_a_yes_delivers)
 	uint32_t timeout_ms = 0;
 	long long before;
 	uint64_t size = 0;
-	struct world w;
+	struct test_world w;
 
 	world_setup(&w, 30000);
 	before = now_ms();
@@ -210,14 +140,14 @@ Test(agent, a_question_says_what_the_prompt_shows_and_a_yes_delivers)
 		     "the hash asked is the one delivered");
 	clip_transfer_unref(t);
 	clip_agent_question_unref(q);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 Test(agent, a_no_denies_and_a_downgrade_is_said)
 {
 	struct clip_agent_question *q = NULL;
 	struct clip_transfer *t = NULL;
-	struct world w;
+	struct test_world w;
 	int sock, src;
 
 	world_setup(&w, 30000);
@@ -233,14 +163,14 @@ Test(agent, a_no_denies_and_a_downgrade_is_said)
 	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_USER);
 	clip_transfer_unref(t);
 	clip_agent_question_unref(q);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 Test(agent, an_expired_question_is_told_and_takes_no_answer)
 {
 	struct clip_agent_question *q = NULL, *expired = NULL;
 	struct clip_transfer *t;
-	struct world w;
+	struct test_world w;
 
 	world_setup(&w, 200);
 	t = ask(&w, "late", NULL);
@@ -254,7 +184,7 @@ Test(agent, an_expired_question_is_told_and_takes_no_answer)
 	clip_transfer_unref(t);
 	clip_agent_question_unref(q);
 	clip_agent_question_unref(expired);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 Test(agent, the_mediator_ignores_an_answer_to_an_unknown_question)
@@ -262,7 +192,7 @@ Test(agent, the_mediator_ignores_an_answer_to_an_unknown_question)
 	struct proto_msg forged = { .type = PROTO_ANSWER, .fd = -1 };
 	struct clip_agent_question *q = NULL;
 	struct clip_transfer *t;
-	struct world w;
+	struct test_world w;
 
 	world_setup(&w, 30000);
 	t = ask(&w, "asked", NULL);
@@ -271,7 +201,7 @@ Test(agent, the_mediator_ignores_an_answer_to_an_unknown_question)
 	forged.answer.id = clip_agent_question_get_id(q) ^ 1;
 	forged.answer.allow = 1;
 	cr_assert_eq(proto_send(clip_agent_get_fd(w.agent), &forged, NULL), 0);
-	pump(&w);
+	test_world_pump(&w);
 	cr_assert_eq(clip_transfer_dispatch(t, NULL), 0, "still waiting for the user");
 	cr_assert_eq(clip_agent_answer(w.agent, q, 0, NULL), 0);
 	settle(&w, t);
@@ -279,7 +209,7 @@ Test(agent, the_mediator_ignores_an_answer_to_an_unknown_question)
 		     "the real question's answer counts");
 	clip_transfer_unref(t);
 	clip_agent_question_unref(q);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 /* A fake mediator: a listening socket, and the connection of an agent to it. */
@@ -295,7 +225,7 @@ fake_setup(struct fake *f)
 {
 	f->dir = test_tmpdir("tmpfs");
 	snprintf(f->path, sizeof(f->path), "%s/fake.sock", f->dir);
-	f->listen = listen_at(f->path);
+	f->listen = test_listen_at(f->path);
 	cr_assert_eq(clip_agent_connect(&f->agent, f->path, NULL, NULL), 0);
 	f->conn = accept4(f->listen, NULL, NULL, SOCK_CLOEXEC);
 	cr_assert_geq(f->conn, 0);
@@ -547,7 +477,7 @@ Test(feed, a_transfer_asked_delivered_and_one_denied_are_fed_in_order)
 	struct clip_transfer *t;
 	struct pollfd p = { .events = POLLIN };
 	struct clip_feed *f = NULL;
-	struct world w;
+	struct test_world w;
 
 	world_setup(&w, 30000);
 	cr_assert_eq(clip_feed_new(&f, NULL), 0);
@@ -584,7 +514,7 @@ Test(feed, a_transfer_asked_delivered_and_one_denied_are_fed_in_order)
 	clip_feed_event_unref(e);
 	cr_assert_eq(clip_feed_next(f, &e), 0, "nothing more");
 	cr_assert_null(e);
-	world_teardown(&w);
+	test_world_teardown(&w);
 	/* The mediator held a reference: the feed outlives it. */
 	cr_assert_eq(clip_feed_push(f, CLIP_FEED_CAGE_STOPPED, "low", NULL, NULL, NULL), 0);
 	clip_feed_event_unref(assert_event(f, CLIP_FEED_CAGE_STOPPED, "low", NULL, NULL));

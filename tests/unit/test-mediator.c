@@ -23,106 +23,35 @@
 #include <clip/clip.h>
 
 #include "helpers.h"
+#include "mediator-world.h"
 #include "transfer/proto.h"
 #include "transfer/transfer-internal.h"
 
-struct world {
-	char *dir;
-	struct clip_ctx *ctx;
-	struct clip_audit *audit;
-	struct clip_mediator *m;
-	int dfd, inbox[2], agent;
-	char sock[2][512];
-};
-
-static int
-listen_at(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s", path);
-	cr_assert_eq(listen(fd, 64), 0);
-	return fd;
-}
-
 static void
-pump(struct world *w)
+world_setup_opts(struct test_world *w, const char *policy_text, struct clip_mediator_opts opts)
 {
-	while (clip_mediator_dispatch(w->m, NULL) > 0)
-		;
-}
-
-static void
-world_setup_opts(struct world *w, const char *policy_text, struct clip_mediator_opts opts)
-{
-	static const char *const names[] = { "low", "high" }, *const levels[] = { "s0", "s2" };
-	struct clip_policy *p = test_policy(policy_text);
-	char path[600];
-	int agent_listen;
-
-	memset(w, 0, sizeof(*w));
-	w->dir = test_tmpdir("tmpfs");
-	snprintf(path, sizeof(path), "%s/state", w->dir);
-	w->ctx = test_ctx(path);
-	w->dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	cr_assert_eq(clip_audit_open(&w->audit, w->ctx, w->dfd, "audit.log", 0, NULL), 0);
-	opts.label_flags = test_is_root() ? 0 : CLIP_LABEL_ROOTLESS;
-	cr_assert_eq(clip_mediator_new(&w->m, w->ctx, p, w->audit, &opts, NULL), 0);
-	clip_policy_unref(p);
-	for (int i = 0; i < 2; i++) {
-		struct clip_level *l = test_level(levels[i]);
-		struct clip_mediator_cage c = { .size = sizeof(c), .name = names[i], .level = l };
-		struct clip_error *e = NULL;
-
-		snprintf(path, sizeof(path), "%s/%s", w->dir, names[i]);
-		cr_assert_eq(mkdir(path, 0755), 0);
-		w->inbox[i] = c.inbox_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		snprintf(w->sock[i], sizeof(w->sock[i]), "%s/%s.sock", w->dir, names[i]);
-		c.socket_fd = listen_at(w->sock[i]);
-		cr_assert_eq(clip_mediator_add_cage(w->m, &c, &e), 0, "%s",
-			     e ? clip_error_get_message(e) : "");
-		close(c.socket_fd);
-		clip_level_unref(l);
-	}
-	snprintf(path, sizeof(path), "%s/agent.sock", w->dir);
-	agent_listen = listen_at(path);
-	cr_assert_eq(clip_mediator_add_agent_socket(w->m, agent_listen, NULL), 0);
-	close(agent_listen);
-	cr_assert_eq(clip_transfer_connect(&w->agent, path, NULL), 0);
-	pump(w);
+	test_world_setup(w, policy_text, opts);
+	cr_assert_eq(clip_transfer_connect(&w->agent_fd, w->agent_sock, NULL), 0);
+	test_world_pump(w);
 	{
 		struct proto_msg hello;
 
-		cr_assert_eq(proto_recv(w->agent, &hello, NULL), 0, "the agent is greeted");
+		cr_assert_eq(proto_recv(w->agent_fd, &hello, NULL), 0, "the agent is greeted");
 		cr_assert_eq(hello.type, PROTO_HELLO);
 	}
 }
 
 static void
-world_setup(struct world *w, const char *policy_text, uint32_t timeout_ms)
+world_setup(struct test_world *w, const char *policy_text, uint32_t timeout_ms)
 {
 	struct clip_mediator_opts opts = { .size = sizeof(opts), .confirm_timeout_ms = timeout_ms };
 
 	world_setup_opts(w, policy_text, opts);
 }
 
-static void
-world_teardown(struct world *w)
-{
-	close(w->agent);
-	close(w->inbox[0]), close(w->inbox[1]);
-	close(w->dfd);
-	clip_mediator_unref(w->m);
-	clip_audit_unref(w->audit);
-	clip_ctx_unref(w->ctx);
-	free(w->dir);
-}
-
 /* Send @content from cage @from to @to; the agent answers @answer (-1: never). */
 static struct clip_transfer *
-run(struct world *w, int from, const char *to, const char *content, int answer)
+run(struct test_world *w, int from, const char *to, const char *content, int answer)
 {
 	struct clip_transfer *t = NULL;
 	int sock, src;
@@ -135,8 +64,8 @@ run(struct world *w, int from, const char *to, const char *content, int answer)
 	while (clip_transfer_dispatch(t, NULL) == 0) {
 		struct proto_msg msg;
 
-		pump(w);
-		if (answer >= 0 && proto_recv(w->agent, &msg, NULL) == 0) {
+		test_world_pump(w);
+		if (answer >= 0 && proto_recv(w->agent_fd, &msg, NULL) == 0) {
 			struct proto_msg a = { .type = PROTO_ANSWER, .fd = -1 };
 
 			cr_assert_eq(msg.type, PROTO_PROMPT);
@@ -144,13 +73,13 @@ run(struct world *w, int from, const char *to, const char *content, int answer)
 			cr_assert_eq(msg.prompt.size, strlen(content));
 			a.answer.id = msg.prompt.id;
 			a.answer.allow = (uint8_t)answer;
-			cr_assert_eq(proto_send(w->agent, &a, NULL), 0);
+			cr_assert_eq(proto_send(w->agent_fd, &a, NULL), 0);
 		}
 		{
 			struct pollfd p[3] = {
 				{ .fd = clip_mediator_get_fd(w->m), .events = POLLIN },
 				{ .fd = clip_transfer_get_fd(t), .events = POLLIN },
-				{ .fd = w->agent, .events = POLLIN },
+				{ .fd = w->agent_fd, .events = POLLIN },
 			};
 
 			/* The timer of a question is in the mediator's fd: no sleep needed. */
@@ -169,7 +98,7 @@ count_records(const char *record, void *userdata)
 
 Test(mediator, up_ask_yes_delivers_labelled_and_audited)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	struct clip_level *got = NULL;
 	int fd, n = 0;
@@ -193,12 +122,12 @@ Test(mediator, up_ask_yes_delivers_labelled_and_audited)
 	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_records, &n, NULL, NULL),
 		     0);
 	cr_assert_eq(n, 2, "a request and a decision");
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 Test(mediator, ask_no_timeout_and_default_deny)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 
 	world_setup(&w, "low high ask\n", 200);
@@ -214,12 +143,12 @@ Test(mediator, ask_no_timeout_and_default_deny)
 	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_DENIED_POLICY);
 	clip_transfer_unref(t);
 	cr_assert(test_dir_is_empty(w.inbox[0]) && test_dir_is_empty(w.inbox[1]));
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 Test(mediator, allow_rule_downgrade_is_refused_at_load)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_mediator *m = NULL;
 	struct clip_policy *p = test_policy("high low allow\n");
 	struct clip_level *l = test_level("s5");
@@ -231,7 +160,7 @@ Test(mediator, allow_rule_downgrade_is_refused_at_load)
 	cr_assert_eq(clip_mediator_new(&m, w.ctx, p, w.audit, NULL, NULL), 0);
 	c.inbox_fd = w.inbox[1];
 	snprintf(path, sizeof(path), "%s/x.sock", w.dir);
-	c.socket_fd = listen_at(path);
+	c.socket_fd = test_listen_at(path);
 	cr_assert_eq(clip_mediator_add_cage(m, &c, NULL), 0);
 	c.name = "low";
 	l = clip_level_unref(l);
@@ -243,7 +172,7 @@ Test(mediator, allow_rule_downgrade_is_refused_at_load)
 	clip_level_unref(l);
 	clip_mediator_unref(m);
 	clip_policy_unref(p);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 /* --- deliveries off the loop, and the rate of requests --- */
@@ -261,7 +190,7 @@ now_us(void)
 
 /* A document of BIG_SIZE bytes, not all alike (no shortcut for zeros). */
 static int
-big_file(struct world *w)
+big_file(struct test_world *w)
 {
 	char path[600];
 	uint8_t *buf = malloc(1 << 20);
@@ -281,7 +210,7 @@ big_file(struct world *w)
 
 /* Send @fd from cage @from to @to without waiting. */
 static struct clip_transfer *
-start(struct world *w, int from, const char *to, int fd, const char *name)
+start(struct test_world *w, int from, const char *to, int fd, const char *name)
 {
 	struct clip_transfer *t = NULL;
 	int sock;
@@ -294,7 +223,7 @@ start(struct world *w, int from, const char *to, int fd, const char *name)
 
 /* Run the mediator until @t is answered. */
 static void
-wait_for(struct world *w, struct clip_transfer *t)
+wait_for(struct test_world *w, struct clip_transfer *t)
 {
 	while (clip_transfer_dispatch(t, NULL) == 0) {
 		struct pollfd p[2] = {
@@ -302,7 +231,7 @@ wait_for(struct world *w, struct clip_transfer *t)
 			{ .fd = clip_transfer_get_fd(t), .events = POLLIN },
 		};
 
-		pump(w);
+		test_world_pump(w);
 		cr_assert_geq(poll(p, 2, 120000), 1, "the mediator does not answer");
 	}
 }
@@ -323,7 +252,7 @@ count_entries(const char *path)
 
 Test(mediator, a_big_delivery_does_not_hold_another_cages_request, .timeout = 600)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *big, *small;
 	uint64_t t0, t_small = 0, t_big = 0, size = 0;
 	int src, small_src, order = 0, small_rank = 0, big_rank = 0;
@@ -334,7 +263,7 @@ Test(mediator, a_big_delivery_does_not_hold_another_cages_request, .timeout = 60
 	t0 = now_us();
 	big = start(&w, 0, "high", src, "big");
 	/* The mediator takes the big request and returns while the copy goes on. */
-	pump(&w);
+	test_world_pump(&w);
 	cr_assert_eq(clip_transfer_dispatch(big, NULL), 0, "the big one is not answered yet");
 	small = start(&w, 1, "high", small_src, "small");
 	while (!big_rank || !small_rank) {
@@ -345,7 +274,7 @@ Test(mediator, a_big_delivery_does_not_hold_another_cages_request, .timeout = 60
 		};
 
 		cr_assert_geq(poll(p, 3, 120000), 1, "no answer within 120 s");
-		pump(&w);
+		test_world_pump(&w);
 		/* The big one first: when both are there, it counts as the first. */
 		if (!big_rank && clip_transfer_dispatch(big, NULL) == 1) {
 			big_rank = ++order;
@@ -370,7 +299,7 @@ Test(mediator, a_big_delivery_does_not_hold_another_cages_request, .timeout = 60
 	clip_transfer_unref(small);
 	clip_transfer_unref(big);
 	close(src), close(small_src);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 /* The threads of this process but the mediator's closing threads ("clip-closer"). */
@@ -409,7 +338,7 @@ count_fds(void)
 
 Test(mediator, unref_cancels_a_delivery_in_flight_and_leaves_nothing, .timeout = 600)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	char inbox[600];
 	uint64_t t0, full, cancel;
@@ -431,7 +360,7 @@ Test(mediator, unref_cancels_a_delivery_in_flight_and_leaves_nothing, .timeout =
 	cr_assert_eq(unlinkat(w.inbox[1], "big", 0), 0);
 
 	t = start(&w, 0, "high", src, "big");
-	pump(&w);
+	test_world_pump(&w);
 	cr_assert_gt(count_threads_but_closers(), threads, "a worker reads the document");
 	t0 = now_us();
 	w.m = clip_mediator_unref(w.m);
@@ -450,13 +379,13 @@ Test(mediator, unref_cancels_a_delivery_in_flight_and_leaves_nothing, .timeout =
 		     0);
 	cr_assert_eq(n, 3);
 	close(src);
-	world_teardown(&w);
+	test_world_teardown(&w);
 	cr_assert_eq(count_fds(), fds, "no fd is left");
 }
 
 Test(mediator, a_requester_leaving_mid_delivery_is_survived, .timeout = 600)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	unsigned threads = count_threads_but_closers();
 	int src, n = 0;
@@ -464,7 +393,7 @@ Test(mediator, a_requester_leaving_mid_delivery_is_survived, .timeout = 600)
 	world_setup(&w, "low high allow\n", 60000);
 	src = big_file(&w);
 	t = start(&w, 0, "high", src, "big");
-	pump(&w);
+	test_world_pump(&w);
 	/* Gone while its document is read: the sole fd of its connection closes. */
 	clip_transfer_unref(t);
 	close(src);
@@ -477,37 +406,37 @@ Test(mediator, a_requester_leaving_mid_delivery_is_survived, .timeout = 600)
 		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
 
 		cr_assert_eq(poll(&p, 1, 120000), 1, "the delivery never ends");
-		pump(&w);
+		test_world_pump(&w);
 	}
 	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_records, &n, NULL, NULL),
 		     0);
 	cr_assert_eq(n, 4, "two requests, two decisions");
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 /* The next message to the agent, waiting for it up to 5 s; 0, or -EAGAIN when none came. */
 static int
-agent_next(struct world *w, struct proto_msg *msg)
+agent_next(struct test_world *w, struct proto_msg *msg)
 {
-	struct pollfd p = { .fd = w->agent, .events = POLLIN };
+	struct pollfd p = { .fd = w->agent_fd, .events = POLLIN };
 
 	if (poll(&p, 1, 5000) != 1)
 		return -EAGAIN;
-	return proto_recv(w->agent, msg, NULL);
+	return proto_recv(w->agent_fd, msg, NULL);
 }
 
 static void
-agent_ask_features(struct world *w, uint32_t flags)
+agent_ask_features(struct test_world *w, uint32_t flags)
 {
 	struct proto_msg f = { .type = PROTO_FEATURES, .fd = -1 };
 
 	f.features.flags = flags;
-	cr_assert_eq(proto_send(w->agent, &f, NULL), 0);
+	cr_assert_eq(proto_send(w->agent_fd, &f, NULL), 0);
 }
 
 Test(mediator, an_agent_that_asked_is_told_when_a_question_expires)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	struct proto_msg prompt, expired;
 
@@ -531,12 +460,12 @@ Test(mediator, an_agent_that_asked_is_told_when_a_question_expires)
 		     clip_transfer_get_message(t));
 	clip_transfer_unref(t);
 	cr_assert_eq(agent_next(&w, &expired), -EAGAIN, "an answered question does not expire");
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 Test(mediator, an_agent_that_did_not_ask_gets_no_expired_message)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	struct proto_msg msg;
 
@@ -557,12 +486,12 @@ Test(mediator, an_agent_that_did_not_ask_gets_no_expired_message)
 	cr_assert_eq(agent_next(&w, &msg), 0);
 	cr_assert_eq(msg.type, PROTO_PROMPT);
 	cr_assert_eq(agent_next(&w, &msg), -EAGAIN, "nothing after the prompt");
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 Test(mediator, a_mediator_that_stops_withdraws_its_questions)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	struct proto_msg prompt, msg;
 	int src;
@@ -575,15 +504,15 @@ Test(mediator, a_mediator_that_stops_withdraws_its_questions)
 	for (;;) {
 		struct pollfd p[2] = {
 			{ .fd = clip_mediator_get_fd(w.m), .events = POLLIN },
-			{ .fd = w.agent, .events = POLLIN },
+			{ .fd = w.agent_fd, .events = POLLIN },
 		};
 
-		pump(&w);
+		test_world_pump(&w);
 		cr_assert_geq(poll(p, 2, 5000), 1, "the question is never asked");
 		if (p[1].revents & POLLIN)
 			break;
 	}
-	cr_assert_eq(proto_recv(w.agent, &prompt, NULL), 0);
+	cr_assert_eq(proto_recv(w.agent_fd, &prompt, NULL), 0);
 	cr_assert_eq(prompt.type, PROTO_PROMPT);
 	w.m = clip_mediator_unref(w.m);
 	cr_assert_eq(agent_next(&w, &msg), 0, "the agent is told");
@@ -599,7 +528,7 @@ Test(mediator, a_mediator_that_stops_withdraws_its_questions)
 	clip_transfer_unref(t);
 	/* And nothing of the document is left in the inbox. */
 	cr_assert(test_dir_is_empty(w.inbox[1]));
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 struct limited_count {
@@ -628,7 +557,7 @@ Test(mediator, a_flood_is_refused_over_the_rate_and_audited_boundedly)
 		.size = sizeof(opts), .confirm_timeout_ms = 60000, .rate_per_s = 4, .rate_burst = 5
 	};
 	struct limited_count c = { 0 };
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	unsigned passed = 0, refused = 0;
 	uint64_t t0, elapsed;
@@ -681,7 +610,7 @@ Test(mediator, a_flood_is_refused_over_the_rate_and_audited_boundedly)
 	cr_assert_eq(c.limited, 2);
 	snprintf(want, sizeof(want), "reason=%u%%20more%%20requests%%20refused", refused - 1);
 	cr_assert(strstr(c.summary, want), "'%s' lacks '%s'", c.summary, want);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 /* --- option structs of another version (struct_copy_in()) --- */
@@ -826,19 +755,19 @@ Test(mediator, first_version_opts_get_the_default_rates)
 
 /* Run the mediator until the agent is asked; the question. */
 static struct proto_msg
-prompt_next(struct world *w)
+prompt_next(struct test_world *w)
 {
 	struct proto_msg msg = { .type = PROTO_HELLO, .fd = -1 };
 
 	for (int i = 0; i < 1000 && msg.type != PROTO_PROMPT; i++) {
 		struct pollfd p[2] = {
 			{ .fd = clip_mediator_get_fd(w->m), .events = POLLIN },
-			{ .fd = w->agent, .events = POLLIN },
+			{ .fd = w->agent_fd, .events = POLLIN },
 		};
 
-		pump(w);
+		test_world_pump(w);
 		cr_assert_geq(poll(p, 2, 5000), 1, "no question comes");
-		if ((p[1].revents & POLLIN) && proto_recv(w->agent, &msg, NULL) == 0)
+		if ((p[1].revents & POLLIN) && proto_recv(w->agent_fd, &msg, NULL) == 0)
 			cr_assert_eq(msg.type, PROTO_PROMPT);
 	}
 	cr_assert_eq(msg.type, PROTO_PROMPT, "no question comes");
@@ -847,7 +776,7 @@ prompt_next(struct world *w)
 
 /* @n bytes from cage @from to @to, named @name: not waited for. */
 static struct clip_transfer *
-send_bytes(struct world *w, int from, const char *to, const char *name, size_t n)
+send_bytes(struct test_world *w, int from, const char *to, const char *name, size_t n)
 {
 	char *text = malloc(n + 1);
 	struct clip_transfer *t;
@@ -864,7 +793,7 @@ send_bytes(struct world *w, int from, const char *to, const char *name, size_t n
 }
 
 static void
-assert_over_budget(struct world *w, struct clip_transfer *t, const char *budget)
+assert_over_budget(struct test_world *w, struct clip_transfer *t, const char *budget)
 {
 	wait_for(w, t);
 	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_FAILED, "%s",
@@ -889,7 +818,7 @@ Test(mediator, documents_waiting_for_the_user_stay_within_their_budgets)
 	struct clip_transfer *a, *c, *e;
 	struct proto_msg pa, pc, pe;
 	struct proto_msg no = { .type = PROTO_ANSWER, .fd = -1 };
-	struct world w;
+	struct test_world w;
 
 	world_setup_opts(&w, "low high ask\nhigh high ask\n", o);
 	a = send_bytes(&w, 0, "high", "a", 2000);
@@ -909,7 +838,7 @@ Test(mediator, documents_waiting_for_the_user_stay_within_their_budgets)
 	cr_assert_eq(mediator_find_cage(w.m, "low")->pending_out, 2000);
 	cr_assert_eq(mediator_find_cage(w.m, "high")->pending_in, 4500);
 	no.answer.id = pa.prompt.id;
-	cr_assert_eq(proto_send(w.agent, &no, NULL), 0);
+	cr_assert_eq(proto_send(w.agent_fd, &no, NULL), 0);
 	wait_for(&w, a);
 	cr_assert_eq(clip_transfer_get_status(a), CLIP_TRANSFER_DENIED_USER);
 	cr_assert_eq(mediator_find_cage(w.m, "low")->pending_out, 0, "given back");
@@ -920,7 +849,7 @@ Test(mediator, documents_waiting_for_the_user_stay_within_their_budgets)
 	clip_transfer_unref(a);
 	clip_transfer_unref(c);
 	clip_transfer_unref(e);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 /* The struct before the budgets ends with rate_burst and 4 bytes of padding: none is read. */
@@ -1062,7 +991,7 @@ Test(mediator, structs_shorter_than_their_first_version_are_refused)
  */
 Test(mediator, one_cages_questions_leave_room_for_anothers)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t[10], *other;
 	unsigned refused = 0, prompts_low = 0, prompts_high = 0;
 	int src;
@@ -1074,7 +1003,7 @@ Test(mediator, one_cages_questions_leave_room_for_anothers)
 	for (uint64_t end = now_us() + 3000000; now_us() < end && refused < 6;) {
 		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
 
-		pump(&w);
+		test_world_pump(&w);
 		refused = 0;
 		for (int i = 0; i < 10; i++)
 			if (clip_transfer_dispatch(t[i], NULL) == 1) {
@@ -1093,8 +1022,8 @@ Test(mediator, one_cages_questions_leave_room_for_anothers)
 		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
 		struct proto_msg msg;
 
-		pump(&w);
-		while (proto_recv(w.agent, &msg, NULL) == 0) {
+		test_world_pump(&w);
+		while (proto_recv(w.agent_fd, &msg, NULL) == 0) {
 			cr_assert_eq(msg.type, PROTO_PROMPT);
 			prompts_low += strcmp(msg.prompt.source, "low") == 0;
 			prompts_high += strcmp(msg.prompt.source, "high") == 0;
@@ -1108,7 +1037,7 @@ Test(mediator, one_cages_questions_leave_room_for_anothers)
 		clip_transfer_unref(t[i]);
 	clip_transfer_unref(other);
 	close(src);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
 
 /*
@@ -1145,7 +1074,7 @@ stuck_tcp_socket(int secs, int *ret_listener)
 
 /* The next request, answered within 3 s of @t0, not after a 6 s linger; then the end. */
 static void
-next_is_answered_soon(struct world *w, uint64_t t0, int listener)
+next_is_answered_soon(struct test_world *w, uint64_t t0, int listener)
 {
 	struct clip_transfer *t = run(w, 0, "high", "after", -1);
 
@@ -1154,7 +1083,7 @@ next_is_answered_soon(struct world *w, uint64_t t0, int listener)
 	cr_assert_lt(now_us() - t0, 3000000, "answered in %.0f ms, not after the 6 s linger",
 		     (now_us() - t0) / 1e3);
 	close(listener);
-	world_teardown(w);
+	test_world_teardown(w);
 }
 
 /*
@@ -1165,7 +1094,7 @@ next_is_answered_soon(struct world *w, uint64_t t0, int listener)
  */
 Test(mediator, a_lingering_socket_document_does_not_hold_the_loop)
 {
-	struct world w;
+	struct test_world w;
 	struct clip_transfer *t;
 	int listener, fd;
 	uint64_t t0;
@@ -1192,7 +1121,7 @@ Test(mediator, a_lingering_socket_queued_in_a_closed_connection_does_not_hold_th
 {
 	struct proto_msg bad = { .type = PROTO_HELLO, .fd = -1 };
 	struct proto_msg q = { .type = PROTO_REQUEST };
-	struct world w;
+	struct test_world w;
 	int listener, sock;
 	uint64_t t0;
 
@@ -1205,7 +1134,7 @@ Test(mediator, a_lingering_socket_queued_in_a_closed_connection_does_not_hold_th
 	close(q.fd);
 	close(sock);
 	t0 = now_us();
-	pump(&w);
+	test_world_pump(&w);
 	next_is_answered_soon(&w, t0, listener);
 }
 
@@ -1216,7 +1145,7 @@ Test(mediator, a_lingering_socket_queued_in_a_closed_connection_does_not_hold_th
  */
 Test(mediator, a_front_handing_up_connections_without_end_is_capped)
 {
-	struct world w;
+	struct test_world w;
 	unsigned accepted = 0, refused = 0;
 	int peers[300], sp[2];
 
@@ -1246,7 +1175,7 @@ Test(mediator, a_front_handing_up_connections_without_end_is_capped)
 	/* One of the low cage's connections closes: it may have one more. */
 	close(peers[0]);
 	for (int i = 0; i < 20; i++)
-		pump(&w);
+		test_world_pump(&w);
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
 	cr_assert_eq(clip_mediator_add_connection(w.m, "low", sp[1], NULL), 0,
 		     "a closed connection gives its place back");
@@ -1254,5 +1183,5 @@ Test(mediator, a_front_handing_up_connections_without_end_is_capped)
 	close(sp[0]);
 	for (int i = 1; i < 300; i++)
 		close(peers[i]);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
