@@ -62,6 +62,37 @@ int clip_transfer_connect(int *ret, const char *path, struct clip_error **reterr
 int clip_transfer_new(struct clip_transfer **ret, int sock, int fd, const char *target,
 		      const char *name, const char *note, struct clip_error **reterr);
 
+/* What a cage reports, clip_transfer_report(). */
+#define CLIP_TRANSFER_REPORT_EXEC_REFUSED 1 /* a file refused as code (W^X) */
+
+/**
+ * clip_transfer_report - tell the core something the user should see
+ *
+ * One way: it connects, sends and closes; nothing answers, and the call
+ * never blocks (a mediator whose backlog or buffer is full gets no
+ * report: -EAGAIN). The mediator names
+ * the cage by the socket the report came on (a cage cannot speak for
+ * another), records it in the audit trail and pushes it to its feed as
+ * CLIP_FEED_EXEC_REFUSED, at a bounded rate per cage: what is over the
+ * rate is counted, and the count shown, not each report. An interpreter
+ * that refuses a file (clip-python, clip-perl) reports it so.
+ *
+ * @param path the mediator's socket, or NULL for $CLIP_TRANSFER_SOCKET,
+ *	  then CLIP_TRANSFER_SOCKET (as clip_transfer_connect())
+ * @param kind CLIP_TRANSFER_REPORT_EXEC_REFUSED
+ * @param subject the file, at most 1024 bytes (any but NUL: shown escaped)
+ * @param error the refusal's errno (EACCES, EPERM...), or 0
+ * @param text why, at most 512 bytes of UTF-8 without control characters,
+ *	  or NULL
+ * @param reterr optional
+ * @return 0 once sent, or -EINVAL (an unknown kind, a bad errno or text),
+ *	   -E2BIG (the subject), -ENOENT, -ECONNREFUSED (no mediator there),
+ *	   -ECONNRESET, -EAGAIN (the mediator is full: not sent).
+ * @since 0.1
+ */
+int clip_transfer_report(const char *path, int kind, const char *subject, int error,
+			 const char *text, struct clip_error **reterr);
+
 /** @since 0.1 */
 struct clip_transfer *clip_transfer_ref(struct clip_transfer *transfer);
 /** @since 0.1 */

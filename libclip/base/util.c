@@ -120,6 +120,31 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
+void
+token_bucket_init(struct token_bucket *b, double burst)
+{
+	b->tokens = burst;
+	b->refilled_ns = now_ns();
+}
+
+bool
+token_bucket_take(struct token_bucket *b, double per_s, double burst, uint32_t *ret_wait_ms)
+{
+	uint64_t now = now_ns();
+
+	b->tokens += (double)(now - b->refilled_ns) * per_s / 1e9;
+	if (b->tokens > burst)
+		b->tokens = burst;
+	b->refilled_ns = now;
+	if (b->tokens >= 1) {
+		b->tokens -= 1;
+		return true;
+	}
+	if (ret_wait_ms)
+		*ret_wait_ms = (uint32_t)((1 - b->tokens) * 1000 / per_s) + 1;
+	return false;
+}
+
 long long
 now_ms(void)
 {

@@ -42,6 +42,18 @@ void secure_wipe(void *p, size_t n);
 uint64_t now_ns(void);
 long long now_ms(void);
 
+/*
+ * A token bucket: @per_s tokens a second, at most @burst at once, full
+ * when initialised. Take one token: true, or false and, if @ret_wait_ms
+ * is not NULL, in how many milliseconds one comes.
+ */
+struct token_bucket {
+	double tokens;
+	uint64_t refilled_ns;
+};
+void token_bucket_init(struct token_bucket *b, double burst);
+bool token_bucket_take(struct token_bucket *b, double per_s, double burst, uint32_t *ret_wait_ms);
+
 /* Until @fd is readable (or hung up) or now_ms() reaches @deadline_ms: 0, -ETIMEDOUT or -errno. */
 int wait_readable(int fd, long long deadline_ms);
 

@@ -103,7 +103,7 @@ agent_connect(struct clip_agent **ret, const char *path, struct clip_error **ret
 	struct clip_agent *a;
 	int r, sock;
 
-	r = transfer_connect_to(&sock, path, "CLIP_AGENT_SOCKET", CLIP_AGENT_SOCKET, reterr);
+	r = transfer_connect_to(&sock, path, "CLIP_AGENT_SOCKET", CLIP_AGENT_SOCKET, 0, reterr);
 	if (r < 0)
 		return r;
 	a = calloc(1, sizeof(*a));

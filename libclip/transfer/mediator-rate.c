@@ -19,20 +19,10 @@
 
 /* Take a token from @c's bucket: false when it is empty. */
 static bool
-rate_take(struct cage *c, uint64_t now, uint32_t *ret_wait_ms)
+rate_take(struct cage *c, uint32_t *ret_wait_ms)
 {
-	if (c->rate_per_s == CLIP_MEDIATOR_RATE_UNLIMITED)
-		return true;
-	c->tokens += (double)(now - c->refilled_ns) * c->rate_per_s / 1e9;
-	if (c->tokens > c->rate_burst)
-		c->tokens = c->rate_burst;
-	c->refilled_ns = now;
-	if (c->tokens >= 1) {
-		c->tokens -= 1;
-		return true;
-	}
-	*ret_wait_ms = (uint32_t)((1 - c->tokens) * 1000 / c->rate_per_s) + 1;
-	return false;
+	return c->rate_per_s == CLIP_MEDIATOR_RATE_UNLIMITED ||
+	       token_bucket_take(&c->rate, c->rate_per_s, c->rate_burst, ret_wait_ms);
 }
 
 /* Record the refusals not recorded yet (at most one record per window). */
@@ -67,7 +57,7 @@ mediator_rate_check(struct clip_mediator *m, struct conn *c, const struct proto_
 		!cage->limit_audited_ns || now - cage->limit_audited_ns >= RATE_AUDIT_WINDOW_NS;
 	char text[PROTO_TEXT_MAX + 1];
 
-	if (rate_take(cage, now, &wait_ms) || test_hook_disabled("mediator-rate")) {
+	if (rate_take(cage, &wait_ms) || test_hook_disabled("mediator-rate")) {
 		if (window_over && cage->limit_suppressed) {
 			mediator_rate_flush(m, cage);
 			cage->limit_audited_ns = now;

@@ -49,6 +49,9 @@
 #define DEFAULT_MAX_SIZE (UINT64_C(4) << 30)
 #define DEFAULT_RATE_PER_S 20
 #define DEFAULT_RATE_BURST 100
+/* Reports of a cage recorded and shown: a burst, then one a second; the rest counted. */
+#define REPORT_PER_S 1
+#define REPORT_BURST 10
 /* The first version of struct clip_mediator_opts ends after label_flags. */
 #define MEDIATOR_OPTS_SIZE_V1 (offsetof(struct clip_mediator_opts, label_flags) + sizeof(unsigned))
 /* Before the budgets the struct was 32 bytes (rate_burst, then padding): they come after. */
@@ -299,8 +302,8 @@ add_cage(struct clip_mediator *m, const struct clip_mediator_cage *def, struct c
 	c->uid = def->uid;
 	c->rate_per_s = def->rate_per_s ? def->rate_per_s : m->opts.rate_per_s;
 	c->rate_burst = def->rate_burst ? def->rate_burst : m->opts.rate_burst;
-	c->tokens = c->rate_burst;
-	c->refilled_ns = now_ns();
+	token_bucket_init(&c->rate, c->rate_burst);
+	token_bucket_init(&c->reports, REPORT_BURST);
 	c->inbox_fd = c->src.fd = -1;
 	c->src.kind = SOURCE_CAGE_LISTEN;
 	if (clip_level_format(def->level, &c->level_text) < 0)
@@ -609,6 +612,44 @@ handle_request(struct clip_mediator *m, struct conn *c, struct proto_msg *msg)
 	secure_wipe(key, sizeof(key));
 }
 
+/*
+ * Something the cage's user should see (PROTO_REPORT): recorded and pushed
+ * to the feed under the cage's name, which the socket gives, never the
+ * report. A cage that reports faster than REPORT_PER_S has the rest
+ * counted, and the count shown with its next report.
+ */
+static void
+handle_report(struct clip_mediator *m, struct conn *c, const struct proto_report *t)
+{
+	struct cage *cage = c->cage;
+	char why[PROTO_TEXT_MAX + 64];
+
+	if (!token_bucket_take(&cage->reports, REPORT_PER_S, REPORT_BURST, NULL) &&
+	    !test_hook_disabled("mediator-report-rate")) {
+		cage->reports_suppressed++;
+		return;
+	}
+	/* The cage's words; its errno's name when it gave none. */
+	snprintf(why, sizeof(why), "%s",
+		 t->text[0] ? t->text
+		 : t->error ? strerrorname_np((int)t->error) ?: "an unknown errno"
+			    : "refused");
+	log_notice(m->ctx, "cage '%s' (pid %d) reports a file refused as code", cage->name,
+		   (int)c->cred.pid);
+	(void)mediator_audit_record(m, "exec-refused", cage, NULL, NULL, t->subject, NULL, "deny",
+				    "cage", why);
+	mediator_feed(m, CLIP_FEED_EXEC_REFUSED, cage->name, NULL, t->subject, why);
+	if (cage->reports_suppressed) {
+		snprintf(why, sizeof(why),
+			 "%" PRIu64 " more reports of this cage not shown (over %d a second)",
+			 cage->reports_suppressed, REPORT_PER_S);
+		(void)mediator_audit_record(m, "exec-refused", cage, NULL, NULL, NULL, NULL, "deny",
+					    "cage", why);
+		mediator_feed(m, CLIP_FEED_EXEC_REFUSED, cage->name, NULL, NULL, why);
+		cage->reports_suppressed = 0;
+	}
+}
+
 static void
 handle_conn(struct clip_mediator *m, struct conn *c)
 {
@@ -639,9 +680,13 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 			msg_drop(m, &msg);
 		return;
 	}
+	if (r == 0 && msg.type == PROTO_REPORT) {
+		handle_report(m, c, &msg.report);
+		return;
+	}
 	if (r == 0 && msg.type != PROTO_REQUEST) {
 		msg_drop(m, &msg);
-		r = error_set(&error, -EBADMSG, "a cage may only send requests");
+		r = error_set(&error, -EBADMSG, "a cage may only send requests and reports");
 	}
 	if (r < 0) {
 		/* Hostile or broken: audited, then the connection is closed. */

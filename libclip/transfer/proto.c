@@ -110,6 +110,12 @@ encode_body(const struct proto_msg *msg, struct wbuf *w)
 	case PROTO_FEATURES:
 		put_uint(w, msg->features.flags, 4);
 		break;
+	case PROTO_REPORT:
+		put_uint(w, msg->report.kind, 1);
+		put_uint(w, msg->report.error, 4);
+		r |= put_str(w, msg->report.subject, PROTO_NAME_MAX);
+		r |= put_str(w, msg->report.text, PROTO_TEXT_MAX);
+		break;
 	default:
 		return -EINVAL;
 	}
@@ -325,6 +331,19 @@ decode_body(struct rbuf *b, struct proto_msg *msg)
 	case PROTO_FEATURES:
 		msg->features.flags = (uint32_t)get_uint(b, 4, "flags");
 		break;
+	case PROTO_REPORT: {
+		struct proto_report *t = &msg->report;
+
+		t->kind = get_enum(b, _PROTO_REPORT_MAX, "kind");
+		if (b->r == 0 && t->kind == 0)
+			fail(b, "field '%s' has an unknown value", "kind");
+		t->error = (uint32_t)get_uint(b, 4, "error");
+		if (b->r == 0 && t->error > 4095)
+			fail(b, "field '%s' is not an errno", "error");
+		get_str(b, t->subject, PROTO_NAME_MAX, STR_BYTES, "subject");
+		get_str(b, t->text, PROTO_TEXT_MAX, STR_TEXT, "text");
+		break;
+	}
 	case _PROTO_TYPE_MAX:
 		break;
 	}

@@ -36,6 +36,7 @@ enum proto_type {
 	PROTO_HELLO = 5, /* mediator -> agent: you are the one asked now */
 	PROTO_EXPIRED = 6, /* mediator -> agent: a question takes no answer any more */
 	PROTO_FEATURES = 7, /* agent -> mediator: the messages it understands */
+	PROTO_REPORT = 8, /* client -> mediator: something the user should see; no answer */
 	_PROTO_TYPE_MAX,
 };
 
@@ -52,6 +53,12 @@ enum proto_expiry {
  * written before it never receives a type it does not know.
  */
 #define PROTO_FEATURE_EXPIRED (UINT32_C(1) << 0)
+
+/* What a cage reports (PROTO_REPORT): the values of CLIP_TRANSFER_REPORT_*. */
+enum proto_report_kind {
+	PROTO_REPORT_EXEC_REFUSED = 1, /* a file refused as code under W^X */
+	_PROTO_REPORT_MAX,
+};
 
 /* Outcomes of a transfer, as the client sees them. */
 enum proto_status {
@@ -118,6 +125,13 @@ struct proto_features {
 	uint32_t flags; /* PROTO_FEATURE_*; bits unknown to the mediator are ignored */
 };
 
+struct proto_report {
+	uint8_t kind; /* enum proto_report_kind */
+	uint32_t error; /* a positive errno, or 0 */
+	char subject[PROTO_NAME_MAX + 1]; /* the file: any bytes but NUL */
+	char text[PROTO_TEXT_MAX + 1]; /* why: UTF-8, no control character */
+};
+
 struct proto_msg {
 	enum proto_type type;
 	int fd; /* the passed fd for a request, -1 otherwise; owned */
@@ -128,6 +142,7 @@ struct proto_msg {
 		struct proto_answer answer;
 		struct proto_expired expired;
 		struct proto_features features;
+		struct proto_report report;
 	};
 };
 

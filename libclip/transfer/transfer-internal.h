@@ -23,6 +23,7 @@
 
 #include "base/crypto.h"
 #include "base/ctx-internal.h"
+#include "base/util.h"
 #include "proto.h"
 
 /*
@@ -261,10 +262,12 @@ struct cage {
 	unsigned n_conns; /* its connections (at most CONNS_PER_CAGE_MAX) */
 	/* The token bucket of its requests (doc/transfer.md, "Rate"). */
 	uint32_t rate_per_s, rate_burst;
-	double tokens;
-	uint64_t refilled_ns;
+	struct token_bucket rate;
 	uint64_t limit_audited_ns; /* the last record of a refusal; 0: none */
 	uint64_t limit_suppressed; /* refusals since, not recorded */
+	/* The bucket of its reports (PROTO_REPORT), and those over it not shown yet. */
+	struct token_bucket reports;
+	uint64_t reports_suppressed;
 	/* Bytes of its documents waiting for the user, as source and as target. */
 	uint64_t pending_out, pending_in;
 };
@@ -453,7 +456,7 @@ void mediator_closer_stop(struct clip_mediator *m);
  * the mediator. 0 or -errno with a message naming the path.
  */
 int transfer_connect_to(int *ret, const char *path, const char *env, const char *fallback,
-			struct clip_error **reterr);
+			int flags, struct clip_error **reterr);
 
 /* Push a CLIP_FEED_* event into the mediator's feed, when it has one (feed.c). */
 void mediator_feed(struct clip_mediator *m, int type, const char *cage, const char *target,

@@ -27,7 +27,7 @@ struct clip_transfer {
 };
 
 int
-transfer_connect_to(int *ret, const char *path, const char *env, const char *fallback,
+transfer_connect_to(int *ret, const char *path, const char *env, const char *fallback, int flags,
 		    struct clip_error **reterr)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -40,7 +40,7 @@ transfer_connect_to(int *ret, const char *path, const char *env, const char *fal
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return error_set(reterr, -ENAMETOOLONG, "socket path %.64s... is too long", path);
 	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0);
 	if (fd < 0)
 		return error_set_errno(reterr, -errno, "cannot create a socket");
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
@@ -60,7 +60,62 @@ clip_transfer_connect(int *ret, const char *path, struct clip_error **reterr)
 	clip_assert_return(ret, api_return(-EINVAL, reterr));
 
 	return api_return(transfer_connect_to(ret, path, "CLIP_TRANSFER_SOCKET",
-					      CLIP_TRANSFER_SOCKET, reterr),
+					      CLIP_TRANSFER_SOCKET, 0, reterr),
+			  reterr);
+}
+
+static int
+transfer_report(const char *path, int kind, const char *subject, int error, const char *text,
+		struct clip_error **reterr)
+{
+	struct proto_msg msg = { .type = PROTO_REPORT, .fd = -1 };
+	_cleanup_close_ int sock = -1;
+	uint8_t buf[PROTO_MSG_MAX];
+	int n, r;
+
+	if (kind <= 0 || kind >= _PROTO_REPORT_MAX)
+		return error_set(reterr, -EINVAL, "unknown report kind %d", kind);
+	if (error < 0 || error > 4095)
+		return error_set(reterr, -EINVAL, "%d is not an errno", error);
+	if (strnlen(subject, PROTO_NAME_MAX + 1) > PROTO_NAME_MAX)
+		return error_set(reterr, -E2BIG, "the subject is over %d bytes", PROTO_NAME_MAX);
+	if (strnlen(text, PROTO_TEXT_MAX + 1) > PROTO_TEXT_MAX ||
+	    !utf8_is_printable(text, strlen(text), true))
+		return error_set(reterr, -EINVAL,
+				 "the text must be at most %d bytes of UTF-8 without control "
+				 "characters",
+				 PROTO_TEXT_MAX);
+	msg.report.kind = (uint8_t)kind;
+	msg.report.error = (uint32_t)error;
+	snprintf(msg.report.subject, sizeof(msg.report.subject), "%s", subject);
+	snprintf(msg.report.text, sizeof(msg.report.text), "%s", text);
+	n = proto_encode(&msg, buf);
+	if (n < 0)
+		return error_set(reterr, n, "cannot encode the report");
+	/* One way, never blocking: a mediator whose backlog or buffer is full gets no report. */
+	r = transfer_connect_to(&sock, path, "CLIP_TRANSFER_SOCKET", CLIP_TRANSFER_SOCKET,
+				SOCK_NONBLOCK, reterr);
+	if (r < 0)
+		return r;
+	if (send(sock, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		if (errno == EPIPE || errno == ECONNRESET)
+			return error_set(reterr, -ECONNRESET, "the mediator closed the connection");
+		if (errno == EAGAIN)
+			return error_set(reterr, -EAGAIN,
+					 "the mediator's socket is full: the report is not sent");
+		return error_set_errno(reterr, -errno, "cannot send the report");
+	}
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_transfer_report(const char *path, int kind, const char *subject, int error, const char *text,
+		     struct clip_error **reterr)
+{
+	clip_assert_reterr(reterr);
+	clip_assert_return(subject, api_return(-EINVAL, reterr));
+
+	return api_return(transfer_report(path, kind, subject, error, text ? text : "", reterr),
 			  reterr);
 }
 

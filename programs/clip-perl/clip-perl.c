@@ -60,10 +60,12 @@ static SV *hook_rv;
 static const char *script_name; /* for $0 */
 static bool in_do; /* the require being resolved is a do FILE */
 
+/* Said, and reported to the core (launcher_report_refusal()). */
 static int
-refuse(struct clip_error *error)
+refuse(const char *what, struct clip_error *error)
 {
 	fprintf(stderr, "clip-perl: %s\n", clip_error_get_message(error));
+	launcher_report_refusal(what, -clip_error_get_errno(error), clip_error_get_message(error));
 	clip_error_free(error);
 	return EXIT_REFUSED;
 }
@@ -78,23 +80,23 @@ check_interactive(const struct perl_switches *s)
 
 	if (s->source == PERL_SOURCE_CODE &&
 	    clip_exec_may_run_interactive(ctx, -1, "-e", 0, &error) < 0)
-		return refuse(error);
+		return refuse("-e", error);
 	if (s->debugger) {
 		snprintf(what, sizeof(what), "%s (the debugger, which runs what it reads)",
 			 s->debugger);
 		if (clip_exec_may_run_interactive(ctx, -1, what, 0, &error) < 0)
-			return refuse(error);
+			return refuse(what, error);
 	}
 	/* Perl runs PERL5DB as the debugger's code: code from the environment. */
 	if (db && !test_hook_disabled("perl-debugger") &&
 	    clip_exec_may_run_interactive(ctx, -1, "PERL5DB (code from the environment)", 0,
 					  &error) < 0)
-		return refuse(error);
+		return refuse("PERL5DB", error);
 	if (s->code_switch) {
 		snprintf(what, sizeof(what), "%s with code after the module or pattern",
 			 s->code_switch);
 		if (clip_exec_may_run_interactive(ctx, -1, what, 0, &error) < 0)
-			return refuse(error);
+			return refuse(what, error);
 	}
 	return 0;
 }
@@ -361,6 +363,7 @@ static XSPROTO(inc_hook)
 		if (fd < 0) {
 			SV *msg = sv_2mortal(newSVpv(clip_error_get_message(error), 0));
 
+			launcher_report_refusal(name, -fd, clip_error_get_message(error));
 			clip_error_free(error);
 			/* die's exit status is $!: 13 for a refusal, as for an unreadable file. */
 			errno = -fd;
@@ -468,6 +471,7 @@ require_explicit(pTHX_ const char *name, bool is_do, Perl_ppaddr_t orig)
 	if (fd < 0) {
 		SV *msg = sv_2mortal(newSVpv(clip_error_get_message(error), 0));
 
+		launcher_report_refusal(name, -fd, clip_error_get_message(error));
 		clip_error_free(error);
 		errno = -fd;
 		Perl_croak(aTHX_ "Can't run %s: %" SVf, name, SVfARG(msg));
@@ -569,6 +573,7 @@ open_script(const char *arg, struct perl_switches *s, char **ret_name, int *exit
 	if (fd == -EACCES || fd == -EPERM || fd == -ETXTBSY) {
 		fprintf(stderr, "clip-perl: can't run perl script \"%s\": %s\n", name,
 			clip_error_get_message(error));
+		launcher_report_refusal(name, -fd, clip_error_get_message(error));
 		*exitcode = EXIT_REFUSED;
 	} else if (fd < 0) {
 		fprintf(stderr, "Can't open perl script \"%s\": %s\n", name, strerror(-fd));
@@ -646,7 +651,7 @@ main(int argc, char **argv, char **env)
 	} else if (s.source == PERL_SOURCE_STDIN) {
 		if (clip_exec_may_run_interactive(ctx, STDIN_FILENO, "standard input", 0, &error) <
 		    0) {
-			exitcode = refuse(error);
+			exitcode = refuse("standard input", error);
 			goto out;
 		}
 		scan_stdin_shebang(&s);

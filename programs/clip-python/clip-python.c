@@ -60,6 +60,7 @@ static void
 refuse(const char *what, struct clip_error *error)
 {
 	fprintf(stderr, "%s: %s: refused: %s\n", L.prog, what, clip_error_get_message(error));
+	launcher_report_refusal(what, -clip_error_get_errno(error), clip_error_get_message(error));
 	clip_error_free(error);
 }
 
@@ -77,12 +78,15 @@ ends_with(const char *s, const char *suffix)
 	return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* OSError(errno, message, path): PermissionError for a refusal. */
+/* OSError(errno, message, path): PermissionError for a refusal, which is reported. */
 static void
-raise_os_error(int r, struct clip_error *error, PyObject *path)
+raise_os_error(int r, struct clip_error *error, PyObject *path, const char *path_bytes)
 {
 	bool refused = is_refusal(r);
 	PyObject *args;
+
+	if (refused)
+		launcher_report_refusal(path_bytes, -r, clip_error_get_message(error));
 
 	args = Py_BuildValue("(isO)", -r, refused ? clip_error_get_message(error) : strerror(-r),
 			     path);
@@ -115,17 +119,19 @@ load_code(PyObject *path)
 	if (fd < 0 && is_refusal(fd) && ends_with(PyBytes_AS_STRING(bytes), ".pth"))
 		fprintf(stderr, "%s: warning: .pth file skipped: %s\n", L.prog,
 			clip_error_get_message(error));
-	Py_DECREF(bytes);
 	if (fd < 0) {
-		raise_os_error(fd, error, path);
+		raise_os_error(fd, error, path, PyBytes_AS_STRING(bytes));
+		Py_DECREF(bytes);
 		return NULL;
 	}
 	r = clip_exec_read_all(L.ctx, fd, 0, &data, &size, &error);
 	close(fd);
 	if (r < 0) {
-		raise_os_error(r, error, path);
+		raise_os_error(r, error, path, PyBytes_AS_STRING(bytes));
+		Py_DECREF(bytes);
 		return NULL;
 	}
+	Py_DECREF(bytes);
 	ret = PyBytes_FromStringAndSize(data, (Py_ssize_t)size);
 	free(data);
 	return ret;
@@ -210,6 +216,7 @@ static int
 audit_refuse(const char *what, struct clip_error *error)
 {
 	PyErr_Format(PyExc_PermissionError, "%s: refused: %s", what, clip_error_get_message(error));
+	launcher_report_refusal(what, -clip_error_get_errno(error), clip_error_get_message(error));
 	clip_error_free(error);
 	return -1;
 }
@@ -322,9 +329,11 @@ check_runner_start(const PyConfig *config)
 		return -1;
 	module = Py_EncodeLocale(config->run_module, NULL);
 	r = module ? runner_refused(module, bits) : NULL;
-	if (r)
+	if (r) {
 		fprintf(stderr, "%s: -m %s: refused: %s (%s)\n", L.prog, module, r->why,
 			runner_bit_name(r, bits));
+		launcher_report_refusal(module, EACCES, r->why);
+	}
 	PyMem_Free(module);
 	return r ? EXIT_REFUSED : -1;
 }
@@ -382,6 +391,7 @@ audit_exec(PyObject *args)
 		return 0;
 	PyErr_Format(PyExc_PermissionError, "%s run as a program: refused: %s (%s)", module, r->why,
 		     runner_bit_name(r, bits));
+	launcher_report_refusal(module, EACCES, r->why);
 	return -1;
 }
 
@@ -430,6 +440,7 @@ compile_refuse(const char *path, const char *why)
 {
 	PyErr_Format(PyExc_PermissionError, "compiling the content of %s as code: refused: %s",
 		     path, why);
+	launcher_report_refusal(path, EACCES, why);
 	return -1;
 }
 
@@ -518,6 +529,7 @@ audit_compile(PyObject *args)
 		PyErr_Format(PyExc_PermissionError,
 			     "compiling the content of %s as code: refused: %s", path,
 			     clip_error_get_message(error));
+		launcher_report_refusal(path, -r, clip_error_get_message(error));
 		clip_error_free(error);
 		r = -1;
 	} else if (size != (size_t)PyBytes_GET_SIZE(source) ||
@@ -902,6 +914,7 @@ open_main(const char *filename, int *exitcode)
 	if (fd == -EACCES || fd == -EPERM || fd == -ETXTBSY) {
 		fprintf(stderr, "%s: can't run file '%s': %s\n", L.prog, filename,
 			clip_error_get_message(error));
+		launcher_report_refusal(filename, -fd, clip_error_get_message(error));
 		clip_error_free(error);
 		*exitcode = EXIT_REFUSED;
 		return -2;

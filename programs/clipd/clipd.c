@@ -306,11 +306,11 @@ front_from_client(int ctrl, struct relay *r)
 	k = proto_recv_with(r->client, &msg, front_drop_fd, NULL, &error);
 	if (k == -EAGAIN)
 		return;
-	if (k == 0 && msg.type != PROTO_REQUEST) {
+	if (k == 0 && msg.type != PROTO_REQUEST && msg.type != PROTO_REPORT) {
 		front_msg_done(&msg);
 		k = -EBADMSG;
 		error = NULL;
-		(void)send_ctrl(ctrl, 'R', "a cage may only send requests", -1);
+		(void)send_ctrl(ctrl, 'R', "a cage may only send requests and reports", -1);
 	} else if (k == -EBADMSG)
 		(void)send_ctrl(ctrl, 'R', clip_error_get_message(error), -1);
 	clip_error_free(error);

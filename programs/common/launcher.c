@@ -82,3 +82,14 @@ launcher_ctx(struct clip_ctx **ctx)
 	*ctx = fresh;
 	return fresh;
 }
+
+void
+launcher_report_refusal(const char *what, int error, const char *text)
+{
+	int r = clip_transfer_report(NULL, CLIP_TRANSFER_REPORT_EXEC_REFUSED, what, error, text,
+				     NULL);
+
+	if (r == -EINVAL && text) /* a message that is not one line of UTF-8: the file alone */
+		(void)clip_transfer_report(NULL, CLIP_TRANSFER_REPORT_EXEC_REFUSED, what, error,
+					   NULL, NULL);
+}

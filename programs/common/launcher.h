@@ -38,3 +38,13 @@ int launcher_ctx_new(const char *program, struct clip_ctx **ret);
  * cannot be made.
  */
 struct clip_ctx *launcher_ctx(struct clip_ctx **ctx);
+
+/*
+ * Tell the core that @what was refused as code (clip_transfer_report()),
+ * for the user to see: when this process runs in a cage with a mediator
+ * ($CLIP_TRANSFER_SOCKET, else /run/clip/transfer.sock); nothing happens
+ * when it does not, or when the mediator's socket is full. @error is the
+ * refusal's errno (0 if none), @text the library's message or NULL.
+ * Never blocks.
+ */
+void launcher_report_refusal(const char *what, int error, const char *text);

@@ -8,7 +8,8 @@
 # directory under /var/tmp, 0711 so that the cages' uids reach their
 # binds), $state, ctl (clipctl on that state, rootless where clipctl runs
 # so), $x (the demo session copied, clipctl and its library bound read-only
-# into each cage at /opt/clip, $cc being clipctl there), $sd (the session's
+# into each cage at /opt/clip (the build's programs/ and libclip/), $cc
+# being clipctl there), $sd (the session's
 # state directory), and an EXIT trap that takes the session down, kills
 # the background pids listed in $bg_pids and removes $base.
 
@@ -28,12 +29,12 @@ session_setup() { # PREFIX
 
 	x=$base/s
 	cp -r "$examples" "$x"
-	local bin_dir lib_dir profile binds
-	bin_dir=$(cd "$(dirname "$clipctl")" && pwd -P)
-	lib_dir=$(cd "$bin_dir/../../libclip" && pwd -P)
+	local programs_dir lib_dir profile binds
+	programs_dir=$(cd "$(dirname "$clipctl")/.." && pwd -P)
+	lib_dir=$(cd "$programs_dir/../libclip" && pwd -P)
 	cc=/opt/clip/programs/clipctl/$(basename "$clipctl")
 	for profile in "$x"/*.cage; do
-		binds="BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip"
+		binds="BindReadOnly=$programs_dir:/opt/clip/programs $lib_dir:/opt/clip/libclip"
 		if grep -q '^\[Files\]$' "$profile"; then
 			sed -i "/^\[Files\]\$/a $binds" "$profile"
 		else

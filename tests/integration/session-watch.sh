@@ -3,11 +3,15 @@
 # `clipctl watch`: what the user should see of a session, in order, as it
 # comes (issue 18): a transfer asked and delivered, one denied (its name,
 # a cage's words, escaped on one line), a cage that died, the cages
-# stopped by `session down`, then the end of the stream.
+# stopped by `session down`, then the end of the stream. Each interpreter
+# given (clip-python, clip-perl: those this build has) refuses a script
+# in /data, mounted noexec, and reports it: exec-refused.
 #
-#   session-watch.sh CLIPCTL CLIP_CONFIRM SESSIONS_DIR
+#   session-watch.sh CLIPCTL CLIP_CONFIRM SESSIONS_DIR [INTERPRETER...]
 set -u
 clipctl=$1 confirm=$2 examples=$3
+shift 3
+interpreters=("$@")
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/session-lib.sh"
 session_setup clip-watch
@@ -32,6 +36,18 @@ expect 0 "low -> high is asked, and delivered" -- ctl session exec demo low -- "
 expect 3 "low -> side is denied by the policy" -- ctl session exec demo low -- "${incage[@]}" transfer send /data/figures.txt --to side
 nl=$'\n'
 expect 3 "a name with a line break is denied" -- ctl session exec demo low -- "${incage[@]}" transfer send /data/figures.txt --to high --name "evil${nl}cage-stopped high"
+# Each interpreter of this build refuses a script in /data (noexec), and
+# says so to the core: the cage's name comes from its socket.
+want_refused=
+for interp in "${interpreters[@]}"; do
+	i=$(basename "$interp")
+	expect 0 "exec: a script for $i in low" -- ctl session exec demo low -- sh -c "echo 'print 1;' >/data/$i.script"
+	expect 126 "$i refuses a script in /data, noexec" -- ctl session exec demo low -- env ASAN_OPTIONS=detect_leaks=0 "/opt/clip/programs/$i/$i" "/data/$i.script"
+	want_refused+="exec-refused low: /data/$i\\.script \\([^
+]*noexec[^
+]*\\)
+"
+done
 side=$(ctl cage list 2>/dev/null | awk '$1 == "demo.side" { print $3 }')
 [ -n "$side" ] && kill -KILL "$side"
 wait_file "$base/watch.out" '^cage-died side' && ok "side's death is seen" || not_ok "side's death is seen"
@@ -53,7 +69,7 @@ transfer-denied low -> side: figures\.txt \([^
 ]*\)
 transfer-denied low -> high: evil\\u\{[0]*[aA]\}cage-stopped high \([^
 ]*\)
-cage-died side \(killed by signal 9\)
+'"$want_refused"'cage-died side \(killed by signal 9\)
 cage-stopped (low|high)
 cage-stopped (low|high)
 session demo: the stream ended$'

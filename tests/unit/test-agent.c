@@ -544,6 +544,153 @@ Test(feed, a_reader_that_does_not_keep_up_loses_the_oldest_and_sees_the_gap)
 	clip_feed_unref(f);
 }
 
+/* Dispatch the mediator until it has read what its cages sent. */
+static void
+settle_reports(struct test_world *w)
+{
+	struct pollfd p = { .fd = clip_mediator_get_fd(w->m), .events = POLLIN };
+
+	while (poll(&p, 1, 50) > 0)
+		test_world_pump(w);
+}
+
+struct report_count {
+	unsigned records, reports;
+	char last[600];
+};
+
+static int
+count_reports(const char *record, void *userdata)
+{
+	struct report_count *c = userdata;
+
+	c->records++;
+	if (strstr(record, "event=exec-refused")) {
+		c->reports++;
+		snprintf(c->last, sizeof(c->last), "%s", record);
+	}
+	return 0;
+}
+
+Test(feed, a_cages_report_is_fed_and_audited_under_the_name_of_its_socket)
+{
+	struct clip_feed_event *e = NULL;
+	struct report_count c = { 0 };
+	struct clip_feed *f = NULL;
+	struct test_world w;
+
+	world_setup(&w, 30000);
+	cr_assert_eq(clip_feed_new(&f, NULL), 0);
+	cr_assert_eq(clip_mediator_set_feed(w.m, f), 0);
+	/* The subject names another cage: the event is low's, whose socket it came on. */
+	cr_assert_eq(clip_transfer_report(w.sock[0], CLIP_TRANSFER_REPORT_EXEC_REFUSED,
+					  "/data/high.py", EACCES, "mounted noexec", NULL),
+		     0);
+	settle_reports(&w);
+	e = assert_event(f, CLIP_FEED_EXEC_REFUSED, "low", NULL, "/data/high.py");
+	cr_assert_str_eq(clip_feed_event_get_text(e), "mounted noexec");
+	clip_feed_event_unref(e);
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_reports, &c, NULL, NULL),
+		     0);
+	cr_assert_eq(c.reports, 1);
+	cr_assert(strstr(c.last, " src=low ") && strstr(c.last, " name=/data/high.py "),
+		  "recorded as low's: %s", c.last);
+	test_world_teardown(&w);
+	clip_feed_unref(f);
+}
+
+Test(feed, a_flood_of_reports_is_shown_boundedly_with_its_count)
+{
+	struct clip_feed_event *e = NULL;
+	struct clip_feed *f = NULL;
+	struct test_world w;
+	unsigned shown = 0;
+
+	world_setup(&w, 30000);
+	cr_assert_eq(clip_feed_new(&f, NULL), 0);
+	cr_assert_eq(clip_mediator_set_feed(w.m, f), 0);
+	for (int i = 0; i < 50; i++) {
+		cr_assert_eq(clip_transfer_report(w.sock[0], CLIP_TRANSFER_REPORT_EXEC_REFUSED,
+						  "/data/x.py", EACCES, NULL, NULL),
+			     0);
+		settle_reports(&w);
+	}
+	while (clip_feed_next(f, &e) == 1) {
+		cr_assert_eq(clip_feed_event_get_type(e), CLIP_FEED_EXEC_REFUSED);
+		shown++;
+		clip_feed_event_unref(e);
+	}
+	cr_assert_lt(shown, 15, "a burst of 10, then one a second: %u shown of 50", shown);
+	cr_assert_geq(shown, 10);
+	/* A second later, the next report comes with the count of those not shown. */
+	usleep(1100 * 1000);
+	cr_assert_eq(clip_transfer_report(w.sock[0], CLIP_TRANSFER_REPORT_EXEC_REFUSED,
+					  "/data/x.py", EACCES, NULL, NULL),
+		     0);
+	settle_reports(&w);
+	clip_feed_event_unref(assert_event(f, CLIP_FEED_EXEC_REFUSED, "low", NULL, "/data/x.py"));
+	e = assert_event(f, CLIP_FEED_EXEC_REFUSED, "low", NULL, NULL);
+	cr_assert(strstr(clip_feed_event_get_text(e), "more reports of this cage not shown"), "%s",
+		  clip_feed_event_get_text(e));
+	clip_feed_event_unref(e);
+	test_world_teardown(&w);
+	clip_feed_unref(f);
+}
+
+Test(feed, a_report_that_is_not_one_is_refused)
+{
+	char big[1100];
+
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_errno(clip_transfer_report("/nonexistent", 0, "/x", EACCES, NULL, NULL), -EINVAL);
+	assert_errno(clip_transfer_report("/nonexistent", 2, "/x", EACCES, NULL, NULL), -EINVAL);
+	assert_errno(clip_transfer_report("/nonexistent", CLIP_TRANSFER_REPORT_EXEC_REFUSED, "/x",
+					  -1, NULL, NULL),
+		     -EINVAL);
+	assert_errno(clip_transfer_report("/nonexistent", CLIP_TRANSFER_REPORT_EXEC_REFUSED, big,
+					  EACCES, NULL, NULL),
+		     -E2BIG);
+	assert_errno(clip_transfer_report("/nonexistent", CLIP_TRANSFER_REPORT_EXEC_REFUSED, "/x",
+					  EACCES, "two\nlines", NULL),
+		     -EINVAL);
+	assert_errno(clip_transfer_report("/nonexistent", CLIP_TRANSFER_REPORT_EXEC_REFUSED, "/x",
+					  EACCES, NULL, NULL),
+		     -ENOENT);
+}
+
+Test(feed, a_hand_made_report_of_an_unknown_kind_closes_the_connection_and_is_audited)
+{
+	struct proto_msg m = { .type = PROTO_REPORT, .fd = -1 };
+	struct clip_feed_event *e = NULL;
+	struct report_count c = { 0 };
+	struct clip_feed *f = NULL;
+	struct test_world w;
+	uint8_t buf[PROTO_MSG_MAX];
+	char b;
+	int sock, n;
+
+	world_setup(&w, 30000);
+	cr_assert_eq(clip_feed_new(&f, NULL), 0);
+	cr_assert_eq(clip_mediator_set_feed(w.m, f), 0);
+	cr_assert_eq(clip_transfer_connect(&sock, w.sock[0], NULL), 0);
+	m.report.kind = 7; /* no such kind */
+	snprintf(m.report.subject, sizeof(m.report.subject), "/x");
+	n = proto_encode(&m, buf);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(send(sock, buf, (size_t)n, 0), n);
+	settle_reports(&w);
+	cr_assert_eq(recv(sock, &b, 1, MSG_DONTWAIT), 0, "the mediator hung up");
+	close(sock);
+	cr_assert_eq(clip_feed_next(f, &e), 0, "nothing is shown");
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_reports, &c, NULL, NULL),
+		     0);
+	cr_assert_eq(c.reports, 0);
+	cr_assert_eq(c.records, 1, "one record: the rejected message");
+	test_world_teardown(&w);
+	clip_feed_unref(f);
+}
+
 /* A runner's stream, as clip_session_watch_read() reads it: 8 fields, each NUL-ended. */
 static void
 send_event(int fd, const char *const fields[], size_t n)

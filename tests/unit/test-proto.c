@@ -114,7 +114,38 @@ Test(proto, expired_and_features_round_trip_and_their_refusals)
 	cr_assert_eq(got.features.flags, m.features.flags);
 	assert_refused(buf, (size_t)n, 1, "came with 1 fds");
 	buf[6] = _PROTO_TYPE_MAX;
-	assert_refused(buf, (size_t)n, 0, "unknown message type 8");
+	assert_refused(buf, (size_t)n, 0, "unknown message type");
+}
+
+Test(proto, report_round_trips_and_its_refusals)
+{
+	struct proto_msg m = { .type = PROTO_REPORT, .fd = -1 }, got;
+	uint8_t buf[PROTO_MSG_MAX];
+	int n;
+
+	m.report.kind = PROTO_REPORT_EXEC_REFUSED;
+	m.report.error = EACCES;
+	snprintf(m.report.subject, sizeof(m.report.subject), "/data/\xff.py");
+	snprintf(m.report.text, sizeof(m.report.text), "mounted noexec");
+	n = proto_encode(&m, buf);
+	cr_assert_eq(n, PROTO_HEADER_SIZE + 1 + 4 + 2 + 10 + 2 + 14);
+	cr_assert_eq(proto_decode(buf, (size_t)n, 0, &got, NULL), 0);
+	cr_assert_eq(got.type, PROTO_REPORT);
+	cr_assert_eq(got.report.kind, PROTO_REPORT_EXEC_REFUSED);
+	cr_assert_eq(got.report.error, EACCES);
+	cr_assert_str_eq(got.report.subject, "/data/\xff.py", "a subject is any bytes but NUL");
+	cr_assert_str_eq(got.report.text, "mounted noexec");
+	assert_refused(buf, (size_t)n, 1, "came with 1 fds");
+	buf[PROTO_HEADER_SIZE] = 0;
+	assert_refused(buf, (size_t)n, 0, "field 'kind' has an unknown value");
+	buf[PROTO_HEADER_SIZE] = _PROTO_REPORT_MAX;
+	assert_refused(buf, (size_t)n, 0, "field 'kind' has an unknown value");
+	buf[PROTO_HEADER_SIZE] = PROTO_REPORT_EXEC_REFUSED;
+	buf[PROTO_HEADER_SIZE + 2] = 0x10; /* error 4096 + 13 */
+	assert_refused(buf, (size_t)n, 0, "field 'error' is not an errno");
+	buf[PROTO_HEADER_SIZE + 2] = 0;
+	buf[n - 1] = '\n';
+	assert_refused(buf, (size_t)n, 0, "field 'text' has a character it may not hold");
 }
 
 Test(proto, note_refuses_control_and_bidi)
