@@ -3729,7 +3729,7 @@ static PyTypeObject QuestionType = {
 
 static PyTypeObject EventType;
 static PyStructSequence_Field event_fields[] = {
-	{ "type", "FEED_TRANSFER_ASKED, ..., FEED_EXEC_REFUSED" },
+	{ "type", "FEED_TRANSFER_ASKED, ..., FEED_CAGE_REFUSED" },
 	{ "type_name", "\"transfer-asked\", \"cage-died\"..." },
 	{ "seq", "the event's number in its feed: a gap says how many were dropped" },
 	{ "time", "when it was pushed: seconds since the epoch" },
@@ -4036,6 +4036,7 @@ add_constants(PyObject *m)
 	C("FEED_CAGE_STOPPED", CLIP_FEED_CAGE_STOPPED)
 	C("FEED_CAGE_DIED", CLIP_FEED_CAGE_DIED)
 	C("FEED_EXEC_REFUSED", CLIP_FEED_EXEC_REFUSED)
+	C("FEED_CAGE_REFUSED", CLIP_FEED_CAGE_REFUSED)
 	C("SESSION_RESTART_NO", CLIP_SESSION_RESTART_NO)
 	C("SESSION_RESTART_ON_FAILURE", CLIP_SESSION_RESTART_ON_FAILURE)
 	C("SESSION_RESTART_ALWAYS", CLIP_SESSION_RESTART_ALWAYS)

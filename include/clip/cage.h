@@ -773,6 +773,58 @@ int clip_cage_get_state(struct clip_cage *cage);
 int clip_cage_get_fd(const struct clip_cage *cage);
 
 /**
+ * clip_cage_denial_fn - told of a Landlock denial of the cage
+ * @param what as the kernel's audit names it, printable ASCII, at most 200
+ *	  bytes: "scope.signal opid=1 ocomm=\"sleep\"",
+ *	  "net.connect_tcp daddr=127.0.0.1 dest=47777"... (names come from
+ *	  the cage: the kernel quotes or hex-encodes them)
+ */
+typedef void (*clip_cage_denial_fn)(struct clip_cage *cage, const char *what, void *userdata);
+
+/**
+ * clip_cage_set_denial_fn - who is told of the cage's Landlock denials,
+ * beside the library's log ("cage NAME was refused WHAT")
+ *
+ * The denials are read with Landlock ABI 7, while the kernel's audit is
+ * on, by a launcher that is the host's root (else clip_cage_get_missing()
+ * says CLIP_CAGE_MISSING_LANDLOCK_LOG): by clip_cage_read_denials(), and
+ * when the cage ends (clip_cage_wait(), clip_cage_stop()).
+ *
+ * @param fn called in the thread that reads, or NULL for the log alone
+ * @return 0, or -EINVAL.
+ * @since 0.1
+ */
+int clip_cage_set_denial_fn(struct clip_cage *cage, clip_cage_denial_fn fn, void *userdata);
+
+/**
+ * clip_cage_get_denial_fd - a pollable fd for event loops: readable
+ * (POLLIN) when the kernel's audit has records to read, which
+ * clip_cage_read_denials() sorts (most are not the cage's)
+ *
+ * @return the fd, owned by @cage, or -EINVAL, -ECHILD (not running),
+ *	   -ENODATA (the cage's denials are not read: see
+ *	   clip_cage_set_denial_fn()).
+ * @since 0.1
+ */
+int clip_cage_get_denial_fd(const struct clip_cage *cage);
+
+/**
+ * clip_cage_read_denials - read what the kernel's audit holds, without
+ * waiting: each Landlock denial of the cage is logged and passed to the
+ * function of clip_cage_set_denial_fn()
+ *
+ * A denial is known as the cage's by the Landlock domain that made it:
+ * those of the cage's init, its first process and the last 64 processes
+ * spawned into it. A flood over the socket's buffer is lost, and said so
+ * in the log.
+ *
+ * @return the number of the cage's denials read, or -EINVAL, -ECHILD,
+ *	   -ENODATA (as clip_cage_get_denial_fd()).
+ * @since 0.1
+ */
+int clip_cage_read_denials(struct clip_cage *cage);
+
+/**
  * clip_cage_get_pids - the host pids of the cage's processes, its init first
  *
  * @param ret a newly allocated array (free() it)

@@ -3,7 +3,7 @@
  * A feed of what the user should see: a transfer put to the user,
  * delivered or denied (the mediator pushes them), a cage started, stopped
  * or died (the session, or any launcher), an exec refused under W^X (when
- * a cage reports it). For a confidentiality bar or a notification daemon:
+ * a cage reports it), an access Landlock refused a cage. For a confidentiality bar or a notification daemon:
  * one pollable fd, events read in order, bounded. See clip-feed(3).
  */
 #ifndef CLIP_FEED_H
@@ -28,6 +28,7 @@ struct clip_mediator;
 #define CLIP_FEED_CAGE_STOPPED 5 /* cage, stopped when asked */
 #define CLIP_FEED_CAGE_DIED 6 /* cage, ended by itself; text: how */
 #define CLIP_FEED_EXEC_REFUSED 7 /* cage; name: the file; text: why */
+#define CLIP_FEED_CAGE_REFUSED 8 /* cage; text: what Landlock refused it */
 
 /* Events kept for a reader that does not keep up; the oldest go first. */
 #define CLIP_FEED_EVENTS_MAX 1024

@@ -10,7 +10,10 @@
  * process that made it ("domain=1be7510bb status=allocated
  * mode=enforcing pid=8881 ..."). A cage's domains are those made by its
  * init, its first process and the processes spawned into it, whose host
- * pids the launcher knows. The records come from the audit netlink
+ * pids the launcher knows, or any launcher of a registered cage
+ * (NAME.spawned in the registry: clipctl cage exec). A domain that a
+ * process of the cage makes for itself (a nested sandbox) is not known
+ * as the cage's. The records come from the audit netlink
  * socket's read-only multicast group, which only the host's root may join,
  * and only while the kernel's audit is on.
  */
@@ -37,9 +40,8 @@
 #define PENDING_MAX 64
 #define SHOWN_MAX 200
 
-/* Whether the kernel's audit is on: 1, 0, or -1 when it does not answer. */
-static int
-audit_enabled(void)
+int
+cage_audit_enabled(void)
 {
 	struct {
 		struct nlmsghdr h;
@@ -67,7 +69,7 @@ cage_audit_open(struct cage_audit *a, const char **why)
 		*why = "this kernel has no audit";
 	else if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		*why = "only the host's root reads the kernel's audit records";
-	else if ((on = audit_enabled()) < 0)
+	else if ((on = cage_audit_enabled()) < 0)
 		*why = "the kernel's audit does not answer";
 	else if (!on)
 		*why = "the kernel's audit is off (auditctl -e 1)";
@@ -79,7 +81,7 @@ cage_audit_open(struct cage_audit *a, const char **why)
 	/* Only the multicast from now on; what came before this start is not the cage's. */
 	a->fd = fd;
 	a->n_pids = a->n_domains = 0;
-	cage_audit_drain(a, NULL, NULL);
+	cage_audit_drain(a, NULL);
 	return 0;
 }
 
@@ -119,33 +121,35 @@ struct pending {
 	char what[SHOWN_MAX + 1];
 };
 
-void
-cage_audit_drain(struct cage_audit *a, struct clip_ctx *ctx, const char *name)
+size_t
+cage_audit_drain(struct cage_audit *a, struct clip_cage *c)
 {
 	_cleanup_free_ struct pending *pending = NULL;
-	size_t n_pending = 0, dropped = 0;
+	struct clip_ctx *ctx = c ? c->ctx : NULL;
+	const char *name = c ? c->profile->name : NULL;
+	size_t n_pending = 0, dropped = 0, n = 0;
 	bool lost = false;
 	char buf[8192];
 
 	if (a->fd < 0)
-		return;
+		return 0;
 	if (ctx)
 		pending = calloc(PENDING_MAX, sizeof(*pending));
 	for (;;) {
-		ssize_t n = recv(a->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		ssize_t k = recv(a->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		int left; /* int: NLMSG_NEXT() goes below 0 past an unaligned last record */
 
-		if (n < 0 && errno == EINTR)
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno == ENOBUFS) {
+		if (k < 0 && errno == ENOBUFS) {
 			lost = true;
 			continue;
 		}
-		if (n <= 0)
+		if (k <= 0)
 			break;
 		if (!ctx)
 			continue;
-		left = (int)n;
+		left = (int)k;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, left);
 		     h = NLMSG_NEXT(h, left)) {
 			char text[1024];
@@ -166,8 +170,9 @@ cage_audit_drain(struct cage_audit *a, struct clip_ctx *ctx, const char *name)
 			if (h->nlmsg_type == CAGE_AUDIT_LANDLOCK_DOMAIN) {
 				p = field(text, "pid");
 				if (p && strstr(text, " status=allocated") &&
-				    ring_has(a->pids, a->n_pids, CAGE_AUDIT_PIDS_MAX,
-					     (uint64_t)atoi(p)) &&
+				    (ring_has(a->pids, a->n_pids, CAGE_AUDIT_PIDS_MAX,
+					      (uint64_t)atoi(p)) ||
+				     cage_registry_spawned(c, (pid_t)atoi(p))) &&
 				    !ring_has(a->domains, a->n_domains, CAGE_AUDIT_DOMAINS_MAX,
 					      domain))
 					a->domains[a->n_domains++ % CAGE_AUDIT_DOMAINS_MAX] =
@@ -190,12 +195,18 @@ cage_audit_drain(struct cage_audit *a, struct clip_ctx *ctx, const char *name)
 		}
 	}
 	/* A domain's first denial comes with the record that names its maker: known by now. */
-	for (size_t i = 0; i < n_pending; i++)
-		if (ring_has(a->domains, a->n_domains, CAGE_AUDIT_DOMAINS_MAX, pending[i].domain))
-			log_notice(ctx, "cage %s was refused %s", name, pending[i].what);
+	for (size_t i = 0; i < n_pending; i++) {
+		if (!ring_has(a->domains, a->n_domains, CAGE_AUDIT_DOMAINS_MAX, pending[i].domain))
+			continue;
+		log_notice(ctx, "cage %s was refused %s", name, pending[i].what);
+		if (c->denial_fn)
+			c->denial_fn(c, pending[i].what, c->denial_userdata);
+		n++;
+	}
 	if (ctx && (lost || dropped))
 		log_notice(ctx, "cage %s: some of its Landlock denials were not read (%s)", name,
 			   lost ? "the audit socket overflowed" : "too many at once");
+	return n;
 }
 
 void

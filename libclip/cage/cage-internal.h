@@ -418,12 +418,16 @@ struct cage_audit {
 	size_t n_domains;
 };
 
+/* Whether the kernel's audit is on: 1, 0, or -1 when it does not answer. */
+int cage_audit_enabled(void);
 /* Joins the audit's read-only group: 0, or -1 and why not in @why (static text). */
 int cage_audit_open(struct cage_audit *a, const char **why);
 /* @pid made (or will make) one of the cage's Landlock domains. */
 void cage_audit_add_pid(struct cage_audit *a, pid_t pid);
-/* Logs the cage's denials read so far as "cage NAME was refused X"; NULL @ctx: discards. */
-void cage_audit_drain(struct cage_audit *a, struct clip_ctx *ctx, const char *name);
+struct clip_cage;
+/* Logs the cage's denials read so far as "cage NAME was refused X" and tells the cage's
+ * denial function: their number. NULL @c: discards what waits. */
+size_t cage_audit_drain(struct cage_audit *a, struct clip_cage *c);
 void cage_audit_close(struct cage_audit *a);
 
 struct clip_cage {
@@ -442,6 +446,8 @@ struct clip_cage {
 	unsigned missing;
 	int landlock_abi;
 	struct cage_audit audit;
+	clip_cage_denial_fn denial_fn;
+	void *denial_userdata;
 	struct cage_cgroups cg;
 	struct spawned *spawned;
 	size_t n_spawned;
@@ -608,6 +614,10 @@ int cage_registry_write(struct clip_cage *c, struct clip_error **reterr);
 
 /* Once ended: our own entry goes, not one another cage of the name wrote since. */
 void cage_registry_remove(struct clip_cage *c);
+/* Note @pid as spawned into @c (if it is registered), for cage_registry_spawned(). */
+void cage_registry_note_spawn(struct clip_cage *c, pid_t pid);
+/* Whether @pid was (among the last) spawned into @c, the registered cage of this launcher. */
+bool cage_registry_spawned(struct clip_cage *c, pid_t pid);
 
 /* The veth pair: @host_name up on the host, its peer eth0 in @pid's network namespace. */
 int cage_veth_create(const char *host_name, pid_t pid);

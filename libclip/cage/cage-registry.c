@@ -25,6 +25,8 @@
 
 #define REGISTRY_DIR "cages"
 #define REGISTRY_FILE_MAX 8192
+/* NAME.spawned: one 32-bit pid per slot, pid % SPAWNED_SLOTS. */
+#define SPAWNED_SLOTS 256
 
 static int
 registry_dir(struct clip_ctx *ctx, bool create, struct clip_error **reterr)
@@ -173,6 +175,8 @@ entry_unlink(int dir, const char *name)
 	(void)unlinkat(dir, file, 0);
 	snprintf(file, sizeof(file), "%s.cage", name);
 	(void)unlinkat(dir, file, 0);
+	snprintf(file, sizeof(file), "%s.spawned", name);
+	(void)unlinkat(dir, file, 0);
 }
 
 /* The name must be free: a live entry is refused, a stale one removed. */
@@ -274,6 +278,54 @@ cage_registry_remove(struct clip_cage *c)
 		entry_unlink(dir, c->profile->name);
 	cage_cgroups_forget(&e.cg);
 	c->registered = false;
+}
+
+/*
+ * The processes spawned into a registered cage, by whichever launcher:
+ * NAME.spawned, one pid per slot, so that the reader of the cage's
+ * Landlock denials (cage-audit.c) knows the domains they made, even
+ * after they ended. A slot is overwritten by a later pid of the same
+ * residue: the last processes are known, as in the launcher's own ring.
+ */
+void
+cage_registry_note_spawn(struct clip_cage *c, pid_t pid)
+{
+	_cleanup_close_ int dir = -1, fd = -1;
+	uint32_t v = (uint32_t)pid;
+	char file[NAME_MAX];
+
+	dir = registry_dir(c->ctx, false, NULL);
+	if (dir < 0 || pid <= 0)
+		return;
+	snprintf(file, sizeof(file), "%s.run", c->profile->name);
+	if (faccessat(dir, file, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		return; /* not registered */
+	snprintf(file, sizeof(file), "%s.spawned", c->profile->name);
+	fd = openat(dir, file, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0 &&
+	    pwrite(fd, &v, sizeof(v), (off_t)(pid % SPAWNED_SLOTS) * (off_t)sizeof(v)) < 0)
+		log_debug(c->ctx, "cage %s: cannot note spawned pid %d: %m", c->profile->name,
+			  (int)pid);
+}
+
+bool
+cage_registry_spawned(struct clip_cage *c, pid_t pid)
+{
+	_cleanup_close_ int dir = -1, fd = -1;
+	uint32_t v = 0;
+	char file[NAME_MAX];
+
+	if (!c->registered || pid <= 0)
+		return false;
+	dir = registry_dir(c->ctx, false, NULL);
+	if (dir < 0)
+		return false;
+	snprintf(file, sizeof(file), "%s.spawned", c->profile->name);
+	fd = openat(dir, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return fd >= 0 &&
+	       pread(fd, &v, sizeof(v), (off_t)(pid % SPAWNED_SLOTS) * (off_t)sizeof(v)) ==
+		       (ssize_t)sizeof(v) &&
+	       v == (uint32_t)pid;
 }
 
 static int

@@ -231,6 +231,7 @@ spawned_add(struct clip_cage *c, pid_t pid, int pidfd)
 	c->spawned[c->n_spawned++] =
 		(struct spawned){ .pid = pid, .pidfd = cage_fd_above_stdio(pidfd) };
 	cage_audit_add_pid(&c->audit, pid);
+	cage_registry_note_spawn(c, pid);
 	return 0;
 }
 

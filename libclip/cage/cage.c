@@ -1083,7 +1083,7 @@ cage_wait(struct clip_cage *c, int timeout_ms)
 	}
 	cage_spawned_reap(c, false);
 	/* What Landlock refused the cage, now that nothing of it runs. */
-	cage_audit_drain(&c->audit, c->ctx, c->profile->name);
+	cage_audit_drain(&c->audit, c);
 	cage_audit_close(&c->audit);
 	cage_cgroups_destroy(&c->cg);
 	cage_registry_remove(c);
@@ -1160,6 +1160,34 @@ clip_cage_get_fd(const struct clip_cage *c)
 {
 	clip_assert_return(c, -EINVAL);
 	return c->pidfd >= 0 ? c->pidfd : -ECHILD;
+}
+
+CLIP_EXPORT int
+clip_cage_set_denial_fn(struct clip_cage *c, clip_cage_denial_fn fn, void *userdata)
+{
+	clip_assert_return(c, -EINVAL);
+	c->denial_fn = fn;
+	c->denial_userdata = userdata;
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_cage_get_denial_fd(const struct clip_cage *c)
+{
+	clip_assert_return(c, -EINVAL);
+	if (c->state != CLIP_CAGE_RUNNING)
+		return -ECHILD;
+	return c->audit.fd >= 0 ? c->audit.fd : -ENODATA;
+}
+
+CLIP_EXPORT int
+clip_cage_read_denials(struct clip_cage *c)
+{
+	int fd = clip_cage_get_denial_fd(c);
+
+	if (fd < 0)
+		return fd;
+	return (int)cage_audit_drain(&c->audit, c);
 }
 
 CLIP_EXPORT const struct clip_cage_profile *

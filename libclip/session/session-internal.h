@@ -29,6 +29,7 @@
 #include <clip/session.h>
 
 #include "base/macro.h"
+#include "base/util.h"
 
 /* Where the wiring goes, in the session's state directory. */
 #define SESSION_INBOX_DIR "inbox" /* inbox/CAGE: the cage's inbox */
@@ -71,6 +72,9 @@ struct session_cage {
 	bool failed; /* restarts given up */
 	uint32_t run_uid, run_gid; /* what owns its inbox and data: the uid base, or the caller */
 	bool inbox_made, data_made; /* by this start: removed again if it fails */
+	/* Its Landlock denials fed (session_feed_denial()), and those over the rate. */
+	struct token_bucket denials;
+	uint64_t denials_suppressed;
 };
 
 /* At most this many "watch" connections at once (session-watch.c). */
@@ -142,6 +146,7 @@ int session_listen_at(int dirfd, const char *dirpath, const char *name, mode_t m
 #define SESSION_EV_CONTROL_CONN 4u
 #define SESSION_EV_CONTROL_TIMER 5u
 #define SESSION_EV_FEED 6u /* the session's feed: events for the watchers */
+#define SESSION_EV_DENIALS 7u /* a cage's Landlock denials (clip_cage_get_denial_fd()) */
 int session_watch(struct clip_session *s, int fd, unsigned kind, unsigned index);
 void session_emit(struct clip_session *s, int event, const char *cage, int status);
 
@@ -157,6 +162,11 @@ void session_control_close(struct clip_session *s);
 int session_feed_open(struct clip_session *s, struct clip_error **reterr);
 /* Push an event of a cage into the feed, when there is one. */
 void session_feed_cage(struct clip_session *s, int type, const char *cage, const char *text);
+/* clip_cage_denial_fn of the session's cages: each denial to the feed, at a bounded rate:
+ * SESSION_DENIALS_BURST at once, then SESSION_DENIALS_PER_S; the rest counted. */
+#define SESSION_DENIALS_PER_S 1
+#define SESSION_DENIALS_BURST 10
+void session_feed_denial(struct clip_cage *cage, const char *what, void *userdata);
 /* Send what the feed holds to every watcher; a watcher that cannot take it is dropped. */
 void session_feed_flush(struct clip_session *s);
 /* Teardown: flush, then close the watchers and drop the feed. */

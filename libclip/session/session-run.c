@@ -192,7 +192,33 @@ cage_run(struct clip_session *s, struct session_cage *c, struct clip_error **ret
 				       c->name);
 	}
 	session_feed_cage(s, CLIP_FEED_CAGE_STARTED, c->name, NULL);
+	/* Its Landlock denials, where the kernel's audit gives them: to the feed as they come. */
+	(void)clip_cage_set_denial_fn(c->cage, session_feed_denial, s);
+	token_bucket_init(&c->denials, SESSION_DENIALS_BURST);
+	c->denials_suppressed = 0;
+	r = clip_cage_get_denial_fd(c->cage);
+	if (r >= 0 && session_watch(s, r, SESSION_EV_DENIALS, cage_index(s, c)) < 0)
+		log_warning(s->ctx,
+			    "session '%s': cage '%s': its Landlock denials are read only "
+			    "when it ends",
+			    s->name, c->name);
 	return 0;
+}
+
+/* Stop watching the fds of @c's cage, which its end closes. */
+static void
+cage_unwatch(struct clip_session *s, struct session_cage *c)
+{
+	int fd;
+
+	if (s->epoll_fd < 0)
+		return;
+	fd = clip_cage_get_fd(c->cage);
+	if (fd >= 0)
+		(void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+	fd = clip_cage_get_denial_fd(c->cage);
+	if (fd >= 0)
+		(void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
 }
 
 /* Stop the cage @c if it runs (or reap it if it ended); it stays ready to start again. */
@@ -200,13 +226,11 @@ static void
 cage_halt(struct clip_session *s, struct session_cage *c, unsigned grace_ms)
 {
 	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
-	int fd, r;
+	int r;
 
 	if (!c->cage || clip_cage_get_state(c->cage) == CLIP_CAGE_NEW)
 		return;
-	fd = clip_cage_get_fd(c->cage);
-	if (fd >= 0 && s->epoll_fd >= 0)
-		(void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+	cage_unwatch(s, c);
 	r = clip_cage_stop(c->cage, grace_ms, &e);
 	if (r < 0 && r != -ECHILD)
 		log_err(s->ctx, "session '%s': cannot stop cage '%s': %s", s->name, c->name,
@@ -630,7 +654,7 @@ cage_ended(struct clip_session *s, struct session_cage *c)
 	int status, r;
 	bool again;
 
-	(void)epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, clip_cage_get_fd(c->cage), NULL);
+	cage_unwatch(s, c);
 	status = init_status(c);
 	/* Its processes, cgroups and registry entry go. */
 	(void)clip_cage_wait(c->cage, -1);
@@ -714,6 +738,11 @@ clip_session_dispatch(struct clip_session *s, struct clip_error **reterr)
 		break;
 	case SESSION_EV_FEED:
 		session_feed_flush(s);
+		r = 1;
+		break;
+	case SESSION_EV_DENIALS:
+		if (index < s->n_cages && s->cages[index]->cage)
+			(void)clip_cage_read_denials(s->cages[index]->cage);
 		r = 1;
 		break;
 	default:

@@ -17,6 +17,7 @@
  * peer's words: every field bounded and checked.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 
 #include "base/ctx-internal.h"
 #include "base/error.h"
+#include "base/test-hooks.h"
 #include "base/util.h"
 #include "session-internal.h"
 
@@ -56,6 +58,34 @@ session_feed_cage(struct clip_session *s, int type, const char *cage, const char
 {
 	if (s->feed)
 		(void)clip_feed_push(s->feed, type, cage, NULL, NULL, text);
+}
+
+void
+session_feed_denial(struct clip_cage *cage, const char *what, void *userdata)
+{
+	struct clip_session *s = userdata;
+	struct session_cage *c = NULL;
+	char more[128];
+
+	for (size_t i = 0; i < s->n_cages && !c; i++)
+		if (s->cages[i]->cage == cage)
+			c = s->cages[i];
+	if (!c)
+		return;
+	if (!token_bucket_take(&c->denials, SESSION_DENIALS_PER_S, SESSION_DENIALS_BURST, NULL) &&
+	    !test_hook_disabled("session-denial-rate")) {
+		c->denials_suppressed++;
+		return;
+	}
+	session_feed_cage(s, CLIP_FEED_CAGE_REFUSED, c->name, what);
+	if (c->denials_suppressed) {
+		snprintf(more, sizeof(more),
+			 "%" PRIu64
+			 " more Landlock denials of this cage not shown (over %d a second)",
+			 c->denials_suppressed, SESSION_DENIALS_PER_S);
+		session_feed_cage(s, CLIP_FEED_CAGE_REFUSED, c->name, more);
+		c->denials_suppressed = 0;
+	}
 }
 
 static void

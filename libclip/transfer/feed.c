@@ -42,6 +42,7 @@ static const char *const type_names[] = {
 	[CLIP_FEED_CAGE_STOPPED] = "cage-stopped",
 	[CLIP_FEED_CAGE_DIED] = "cage-died",
 	[CLIP_FEED_EXEC_REFUSED] = "exec-refused",
+	[CLIP_FEED_CAGE_REFUSED] = "cage-refused",
 };
 
 CLIP_EXPORT const char *

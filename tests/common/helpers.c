@@ -4,13 +4,16 @@
 #include <dirent.h>
 #include <ftw.h>
 #include <grp.h>
+#include <linux/audit.h>
 #include <linux/magic.h>
+#include <linux/netlink.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
@@ -19,6 +22,7 @@
 
 #include <criterion/criterion.h>
 
+#include "cage/cage-internal.h"
 #include "helpers.h"
 
 #ifndef EXT4_SUPER_MAGIC
@@ -237,4 +241,35 @@ test_dir_is_empty(int dfd)
 			empty = false;
 	closedir(d);
 	return empty;
+}
+
+int
+test_audit_set(int enabled)
+{
+	struct {
+		struct nlmsghdr h;
+		struct audit_status s;
+	} m = { .h = { .nlmsg_len = NLMSG_LENGTH(sizeof(m.s)),
+		       .nlmsg_type = AUDIT_SET,
+		       .nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK },
+		.s = { .mask = AUDIT_STATUS_ENABLED, .enabled = (uint32_t) !!enabled } };
+	struct {
+		struct nlmsghdr h;
+		struct nlmsgerr e;
+	} ack;
+	int was = cage_audit_enabled(), fd, r = 0;
+
+	if (was < 0)
+		return -EOPNOTSUPP;
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
+	if (fd < 0)
+		return -errno;
+	if (send(fd, &m, m.h.nlmsg_len, 0) < 0)
+		r = -errno;
+	else if (recv(fd, &ack, sizeof(ack), 0) < (ssize_t)sizeof(ack))
+		r = -EPROTO;
+	else if (ack.h.nlmsg_type == NLMSG_ERROR && ack.e.error < 0)
+		r = ack.e.error;
+	close(fd);
+	return r < 0 ? r : was;
 }

@@ -58,6 +58,14 @@ struct clip_level *test_level(const char *text);
 /* @text parsed as a policy named "test.policy", or the test fails. */
 struct clip_policy *test_policy(const char *text);
 
+/*
+ * Turn the kernel's audit on or off (AUDIT_SET, the host's root only):
+ * the previous state (0 or 1), or a negative errno. Landlock's denials
+ * reach a launcher only while it is on; a test that turns it on turns it
+ * back as it was (test_audit_set(previous)) in its .fini.
+ */
+int test_audit_set(int enabled);
+
 /* Whether the directory @dfd has no entry but "." and "..". */
 bool test_dir_is_empty(int dfd);
 

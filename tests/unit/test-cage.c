@@ -2151,6 +2151,8 @@ Test(cage_life, a_landlock_minimum_abi_the_kernel_lacks_refuses_the_start)
 struct refused_log {
 	bool seen;
 	char line[256];
+	unsigned n_fn; /* denials passed to the cage's denial function */
+	char what[256];
 };
 
 static void
@@ -2166,37 +2168,95 @@ capture_refused(struct clip_ctx *ctx, int priority, const char *message, void *u
 	}
 }
 
+static void
+capture_denial(struct clip_cage *cage, const char *what, void *userdata)
+{
+	struct refused_log *l = userdata;
+
+	l->n_fn++;
+	snprintf(l->what, sizeof(l->what), "%s", what);
+}
+
+/* The kernel's audit as it was before a test turned it on (-1: untouched). */
+static int audit_was = -1;
+
+static void
+audit_restore(void)
+{
+	if (audit_was >= 0)
+		(void)test_audit_set(audit_was);
+	audit_was = -1;
+}
+
+/* Landlock's denials to read: ABI 7, and the kernel's audit on (turned on for the test). */
+static void
+audit_on_or_skip(void)
+{
+	int r;
+
+	if (kernel_landlock_abi() < 7)
+		cr_skip_test("Landlock before ABI 7 logs no denial");
+	if (!test_is_root())
+		cr_skip_test("only the host's root reads the kernel's audit");
+	r = test_audit_set(1);
+	cr_assert_geq(r, 0, "the host's root turns the kernel's audit on: %s", strerror(-r));
+	audit_was = r;
+}
+
 /*
- * ABI 7: a cage's Landlock denial reaches the library's log as "cage NAME
- * was refused X", where the kernel's audit is on and the launcher is the
- * host's root (doc/cage.md, "Landlock"); elsewhere the start says why not.
+ * ABI 7: a cage's Landlock denials reach the library's log as "cage NAME
+ * was refused X", and its denial function, where the kernel's audit is on
+ * and the launcher is the host's root (doc/cage.md, "Landlock"): read as
+ * they come by an event loop (clip_cage_get_denial_fd(),
+ * clip_cage_read_denials()), and when the cage ends. One test: it turns
+ * the host's audit on and back, which tests in parallel would race on.
  */
-Test(cage_life, landlock_denials_reach_the_log)
+Test(cage_life, landlock_denials_reach_the_log, .fini = audit_restore)
 {
 	struct refused_log l = { 0 };
 	struct clip_ctx *ctx = NULL;
 	struct clip_cage *c;
-	int pidfd, status = -1;
+	struct pollfd p = { .events = POLLIN };
+	long long deadline;
+	int pidfd, status = -1, n = 0;
 
-	if (kernel_landlock_abi() < 7)
-		cr_skip_test("Landlock before ABI 7 logs no denial");
+	audit_on_or_skip();
 	c = started(&ctx, H);
-	if (clip_cage_get_missing(c) & CLIP_CAGE_MISSING_LANDLOCK_LOG) {
-		clip_cage_stop(c, 0, NULL);
-		clip_cage_unref(c);
-		clip_ctx_unref(ctx);
-		cr_skip_test("the kernel's audit is off, or this is not the host's root");
-	}
+	cr_assert_not(clip_cage_get_missing(c) & CLIP_CAGE_MISSING_LANDLOCK_LOG,
+		      "the host's root with the audit on reads the denials");
 	cr_assert_eq(clip_ctx_set_log_priority(ctx, LOG_DEBUG), 0);
 	cr_assert_eq(clip_ctx_set_log_fn(ctx, capture_refused, &l), 0);
+	cr_assert_eq(clip_cage_set_denial_fn(c, capture_denial, &l), 0);
+	p.fd = clip_cage_get_denial_fd(c);
+	cr_assert_geq(p.fd, 0, "%s", strerror(-p.fd));
+	assert_errno(clip_cage_read_denials(c), 0);
+
+	/* A TCP connection to a port the profile does not list (ABI 4): read while it runs. */
+	pidfd = spawn(c, "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' && exit 1; exit 0");
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	close(pidfd);
+	cr_assert_eq(status, 0, "the connection was not refused");
+	for (deadline = now_ms() + 5000; n == 0 && now_ms() < deadline;)
+		if (poll(&p, 1, 100) > 0)
+			n = clip_cage_read_denials(c);
+	cr_assert_eq(n, 1, "one denial read while the cage runs (%d)", n);
+	cr_assert_eq(l.n_fn, 1);
+	cr_assert(strstr(l.what, "net.connect_tcp ") && strstr(l.what, "dest=9"), "%s", l.what);
+	cr_assert(strstr(l.line, "cage a was refused net.connect_tcp "), "%s", l.line);
+	cr_assert_eq(clip_cage_get_state(c), CLIP_CAGE_RUNNING);
+
 	/* A process spawned from outside: its own domain, which may not signal init's. */
 	pidfd = spawn(c, "kill -0 1 && exit 1; exit 0");
 	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
 	close(pidfd);
 	cr_assert_eq(status, 0, "kill -0 1 was not refused");
 	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
-	cr_assert(l.seen, "no denial in the log");
-	cr_assert(strstr(l.line, "cage a was refused scope.signal "), "%s", l.line);
+	cr_assert(strstr(l.line, "cage a was refused scope.signal "), "read at the end: %s",
+		  l.line);
+	cr_assert_eq(l.n_fn, 2, "the denial function is told once each");
+	cr_assert(strncmp(l.what, "scope.signal ", 13) == 0, "%s", l.what);
+	assert_errno(clip_cage_get_denial_fd(c), -ECHILD);
+	assert_errno(clip_cage_read_denials(c), -ECHILD);
 	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
 }
