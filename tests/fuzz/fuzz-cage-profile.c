@@ -23,15 +23,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	r = clip_cage_profile_parse(&p, "fuzz", (const char *)data, size, &err);
 	if (r < 0) {
-		int offset = clip_error_get_offset(err);
-
-		if ((r != -EINVAL && r != -E2BIG) || clip_error_get_errno(err) != r || p)
+		if (p)
 			abort();
-		if (offset < -1 || (offset >= 0 && (size_t)offset > size))
-			abort();
-		if (strncmp(clip_error_get_message(err), "fuzz", 4) != 0)
-			abort();
-		clip_error_free(err);
+		fuzz_check_refusal(r, err, size, "fuzz", (const int[]){ -EINVAL, -E2BIG, 0 });
 		return 0;
 	}
 	if (err || !p)

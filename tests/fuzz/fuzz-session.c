@@ -79,16 +79,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			return 0;
 	r = clip_session_parse(&s, ctx, dirfd, "fuzz", (const char *)data, size, &err);
 	if (r < 0) {
-		int offset = clip_error_get_offset(err);
-
-		if ((r != -EINVAL && r != -E2BIG && r != -ENOENT && r != -EACCES) ||
-		    clip_error_get_errno(err) != r || s)
+		if (s)
 			abort();
-		if (offset < -1 || (offset >= 0 && (size_t)offset > size))
-			abort();
-		if (strncmp(clip_error_get_message(err), "fuzz", 4) != 0)
-			abort();
-		clip_error_free(err);
+		fuzz_check_refusal(r, err, size, "fuzz",
+				   (const int[]){ -EINVAL, -E2BIG, -ENOENT, -EACCES, 0 });
 		return 0;
 	}
 	if (err || !s)
