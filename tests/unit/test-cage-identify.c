@@ -269,18 +269,38 @@ Test(cage_identify, a_reused_pid_is_not_taken_for_the_cage)
 	close(old);
 }
 
+/* A client in cage high: python3, connecting to /sock/s, the test's W.dir/s. */
+static const char *const client[] = {
+	"/usr/bin/python3",
+	"-c",
+	"import socket, time\n"
+	"s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+	"s.connect('/sock/s')\n"
+	"time.sleep(1000)\n",
+	NULL,
+};
+
+/* A socket listening at W.dir/s, and the client connected to it: the accepted connection. */
+static int
+connect_from_high(int *ret_lfd, int *ret_pidfd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd, conn;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", W.dir);
+	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(chmod(sa.sun_path, 0777), 0);
+	cr_assert_eq(listen(lfd, 4), 0);
+	*ret_pidfd = spawn(&W, 1, client);
+	conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(conn, 0);
+	*ret_lfd = lfd;
+	return conn;
+}
+
 Test(cage_identify, a_socket_peer_in_a_cage_is_answered)
 {
-	static const char *const client[] = {
-		"/usr/bin/python3",
-		"-c",
-		"import socket, time\n"
-		"s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-		"s.connect('/sock/s')\n"
-		"time.sleep(1000)\n",
-		NULL,
-	};
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct clip_level *level = NULL;
 	int lfd, conn, pidfd, status;
 	char *got = NULL;
@@ -288,14 +308,7 @@ Test(cage_identify, a_socket_peer_in_a_cage_is_answered)
 	if (access(client[0], X_OK) != 0)
 		cr_skip_test("no python3 to connect from the cage");
 	world_setup(&W);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", W.dir);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	cr_assert_eq(chmod(sa.sun_path, 0777), 0);
-	cr_assert_eq(listen(lfd, 4), 0);
-	pidfd = spawn(&W, 1, client);
-	conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	cr_assert_geq(conn, 0);
+	conn = connect_from_high(&lfd, &pidfd);
 	cr_assert_eq(clip_cage_identify_socket(W.ctx, conn, &got, &level, NULL, NULL), 0);
 	cr_assert_str_eq(got, "high");
 	cr_assert_eq(clip_level_get_sensitivity(level), 2);
@@ -306,22 +319,11 @@ Test(cage_identify, a_socket_peer_in_a_cage_is_answered)
 	cr_assert_eq(clip_cage_wait_process(W.cage[1], pidfd, &status), 0);
 	assert_errno(clip_cage_identify_socket(W.ctx, conn, NULL, NULL, NULL, NULL), -ESRCH);
 	close(conn), close(lfd), close(pidfd);
-	unlink(sa.sun_path);
 }
 
 /* A cage's client connects, ends, and a core process takes its pid over. */
 Test(cage_identify, a_socket_peer_whose_pid_is_reused_is_not_answered_for)
 {
-	static const char *const client[] = {
-		"/usr/bin/python3",
-		"-c",
-		"import socket, time\n"
-		"s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-		"s.connect('/sock/s')\n"
-		"time.sleep(1000)\n",
-		NULL,
-	};
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct clip_error *e = NULL;
 	int lfd, conn, pidfd, status;
 	pid_t pid, taker;
@@ -334,15 +336,8 @@ Test(cage_identify, a_socket_peer_whose_pid_is_reused_is_not_answered_for)
 	if (!may_take_a_pid())
 		cr_skip_test("not root: no clone3 set_tid to take a pid over");
 	world_setup(&W);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s", W.dir);
-	lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	cr_assert_eq(chmod(sa.sun_path, 0777), 0);
-	cr_assert_eq(listen(lfd, 4), 0);
-	pidfd = spawn(&W, 1, client);
+	conn = connect_from_high(&lfd, &pidfd);
 	pid = cage_pidfd_pid(pidfd);
-	conn = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-	cr_assert_geq(conn, 0);
 	cr_assert_eq(clip_cage_identify_socket(W.ctx, conn, &got, NULL, NULL, NULL), 0);
 	cr_assert_str_eq(got, "high");
 	free(got);
@@ -361,5 +356,4 @@ Test(cage_identify, a_socket_peer_whose_pid_is_reused_is_not_answered_for)
 	clip_error_free(e);
 	reap(taker);
 	close(conn), close(lfd), close(pidfd);
-	unlink(sa.sun_path);
 }
