@@ -202,57 +202,201 @@ text_arg(PyObject *o, const char *what)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Files: an int, an object with fileno(), or a path */
+/* Calling the library */
 
 /*
- * The fd of @o: an int or an object with fileno() (borrowed, *owned = 0),
- * or a path (str, bytes, os.PathLike) opened with @oflags (*owned = 1).
+ * Run @stmt, a library call that may block (waiting for a cage, a process
+ * or the mediator, starting, spawning, opening), with the GIL released.
  */
-static int
-file_fd(PyObject *o, int oflags, bool *owned)
+#define WITHOUT_GIL(stmt) \
+	do { \
+		Py_BEGIN_ALLOW_THREADS stmt; \
+		Py_END_ALLOW_THREADS \
+	} while (0)
+
+/* The end of a call that returns nothing: None, or the exception of @r (frees @err). */
+static PyObject *
+none_or_raise(int r, struct clip_error *err)
 {
-	*owned = false;
+	if (r < 0)
+		return raise_clip(r, err);
+	Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arguments: paths, files */
+
+/*
+ * A path argument (str, bytes, os.PathLike), converted by PyArg_Parse*'s
+ * "O&" with path_converter; NULL while omitted. path_done() releases it.
+ */
+struct path_arg {
+	PyObject *bytes;
+};
+
+static int
+path_converter(PyObject *o, void *p)
+{
+	/* PyUnicode_FSConverter's cleanup protocol (o == NULL) passes through. */
+	return PyUnicode_FSConverter(o, &((struct path_arg *)p)->bytes);
+}
+
+static const char *
+path_str(const struct path_arg *p)
+{
+	return p->bytes ? PyBytes_AS_STRING(p->bytes) : NULL;
+}
+
+static void
+path_done(struct path_arg *p)
+{
+	Py_CLEAR(p->bytes);
+}
+
+/*
+ * A file argument: an int or an object with fileno() (borrowed), or a path
+ * (str, bytes, os.PathLike) opened here (owned: file_done() closes it).
+ */
+struct file_arg {
+	int fd;
+	bool owned;
+};
+
+/* Open @o as a file argument with @oflags for a path; -1 with an exception set. */
+static int
+file_open(struct file_arg *f, PyObject *o, int oflags)
+{
+	f->fd = -1;
+	f->owned = false;
 	if (PyBool_Check(o)) {
 		PyErr_SetString(PyExc_TypeError,
 				"a file must be a path, an fd or a file object, not a bool");
 		return -1;
 	}
 	if (PyLong_Check(o) || PyObject_HasAttrString(o, "fileno")) {
-		int fd = PyObject_AsFileDescriptor(o);
-		return fd;
+		f->fd = PyObject_AsFileDescriptor(o);
+		return f->fd < 0 ? -1 : 0;
 	}
-	PyObject *bytes = NULL;
-	if (!PyUnicode_FSConverter(o, &bytes))
+	struct path_arg path = { NULL };
+	if (!path_converter(o, &path))
 		return -1;
-	const char *path = PyBytes_AS_STRING(bytes);
 	int fd;
-	Py_BEGIN_ALLOW_THREADS fd = open(path, oflags | O_CLOEXEC | O_NOCTTY);
-	Py_END_ALLOW_THREADS if (fd < 0)
-	{
-		raise_os(errno, "cannot open", path);
-		Py_DECREF(bytes);
+	WITHOUT_GIL(fd = open(path_str(&path), oflags | O_CLOEXEC | O_NOCTTY));
+	if (fd < 0) {
+		raise_os(errno, "cannot open", path_str(&path));
+		path_done(&path);
 		return -1;
 	}
-	Py_DECREF(bytes);
-	*owned = true;
-	return fd;
+	path_done(&path);
+	f->fd = fd;
+	f->owned = true;
+	return 0;
+}
+
+/* As file_open(), and None gives @none_fd (-1: the default, AT_FDCWD: here). */
+static int
+file_open_or_none(struct file_arg *f, PyObject *o, int oflags, int none_fd)
+{
+	if (!o || o == Py_None) {
+		f->fd = none_fd;
+		f->owned = false;
+		return 0;
+	}
+	return file_open(f, o, oflags);
 }
 
 static void
-file_done(int fd, bool owned)
+file_done(struct file_arg *f)
 {
-	if (owned && fd >= 0)
-		close(fd);
+	if (f->owned && f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	f->owned = false;
 }
 
-/* A directory argument: None (-1), an fd, or a path opened O_DIRECTORY. */
-static int
-dir_fd(PyObject *o, bool *owned)
+/* ------------------------------------------------------------------------ */
+/* What the objects that hold a handle or an fd share */
+
+/* __enter__: the object itself. */
+static PyObject *
+object_enter(PyObject *self, PyObject *unused)
 {
-	*owned = false;
-	if (!o || o == Py_None)
+	return Py_NewRef(self);
+}
+
+/* __exit__ of an object that the end of a `with` block closes: close(), and False. */
+static PyObject *
+object_exit_close(PyObject *self, PyObject *args)
+{
+	PyObject *r = PyObject_CallMethod(self, "close", NULL);
+	if (!r)
+		return NULL;
+	Py_DECREF(r);
+	Py_RETURN_FALSE;
+}
+
+/*
+ * An object that owns one fd (TransferClient, Watch, and a Process's pidfd,
+ * its first member): -1 once closed. Its dealloc and close() are shared;
+ * fileno() and the check before a call take the message naming what is
+ * closed.
+ */
+typedef struct {
+	PyObject_HEAD int fd;
+} FdObject;
+
+/* A new object of @type owning @fd; @fd is closed when there is no memory. */
+static PyObject *
+fd_object_new(PyTypeObject *type, int fd)
+{
+	FdObject *o = (FdObject *)type->tp_alloc(type, 0);
+	if (!o) {
+		close(fd);
+		return NULL;
+	}
+	o->fd = fd;
+	return (PyObject *)o;
+}
+
+static void
+fd_object_release(FdObject *self)
+{
+	if (self->fd >= 0)
+		close(self->fd);
+	self->fd = -1;
+}
+
+static void
+FdObject_dealloc(FdObject *self)
+{
+	fd_object_release(self);
+	Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+FdObject_close(FdObject *self, PyObject *unused)
+{
+	fd_object_release(self);
+	Py_RETURN_NONE;
+}
+
+/* 0 while @self's fd is open; else -1 with BadFileError("@closed"). */
+static int
+fd_object_check(FdObject *self, const char *closed)
+{
+	if (self->fd < 0) {
+		raise_errno_message(BadFileError, -EBADF, closed, -1);
 		return -1;
-	return file_fd(o, O_RDONLY | O_DIRECTORY, owned);
+	}
+	return 0;
+}
+
+static PyObject *
+fd_object_fileno(FdObject *self, const char *closed)
+{
+	if (fd_object_check(self, closed) < 0)
+		return NULL;
+	return PyLong_FromLong(self->fd);
 }
 
 static PyObject *opt_string(const char *s);
@@ -384,13 +528,7 @@ Level_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	}
 	if (r < 0)
 		return raise_clip(r, err);
-	LevelObject *o = (LevelObject *)type->tp_alloc(type, 0);
-	if (!o) {
-		clip_level_unref(level);
-		return NULL;
-	}
-	o->level = level;
-	return (PyObject *)o;
+	return level_wrap(level);
 }
 
 static void
@@ -972,28 +1110,28 @@ Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "state_dir",    "key_provider", "log",
 				  "log_priority", "cage_mode",    NULL };
-	PyObject *state_dir = NULL, *log = NULL;
+	struct path_arg state_dir = { NULL };
+	PyObject *log = NULL;
 	const char *provider = NULL;
 	int priority = -1, mode = -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O&zOii:Context", kwlist,
-					 PyUnicode_FSConverter, &state_dir, &provider, &log,
-					 &priority, &mode))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O&zOii:Context", kwlist, path_converter,
+					 &state_dir, &provider, &log, &priority, &mode))
 		return -1;
 	int r = 0;
-	if (state_dir) {
-		r = clip_ctx_set_state_dir(self->ctx, PyBytes_AS_STRING(state_dir));
+	if (state_dir.bytes) {
+		r = clip_ctx_set_state_dir(self->ctx, path_str(&state_dir));
 		if (r < 0) {
 			PyObject *msg = PyUnicode_FromFormat("state directory '%s' must be an "
 							     "absolute path shorter than PATH_MAX",
-							     PyBytes_AS_STRING(state_dir));
-			Py_DECREF(state_dir);
+							     path_str(&state_dir));
+			path_done(&state_dir);
 			if (msg) {
 				raise_errno_message(NULL, r, PyUnicode_AsUTF8(msg), -1);
 				Py_DECREF(msg);
 			}
 			return -1;
 		}
-		Py_DECREF(state_dir);
+		path_done(&state_dir);
 	}
 	if (provider && (r = clip_ctx_set_key_provider(self->ctx, provider)) < 0) {
 		char buf[128];
@@ -1110,10 +1248,42 @@ static PyGetSetDef Context_getset[] = {
 	{ NULL }
 };
 
-static int
-label_flags(int rootless)
+/* The four label calls on a file argument, after their own argument parsing. */
+enum label_op {
+	LABEL_SET,
+	LABEL_GET,
+	LABEL_VERIFY,
+	LABEL_REMOVE
+};
+
+static PyObject *
+label_call(ContextObject *self, enum label_op op, PyObject *file, PyObject *level, int rootless)
 {
-	return rootless ? CLIP_LABEL_ROOTLESS : 0;
+	struct file_arg f;
+	if (file_open(&f, file, O_RDONLY) < 0)
+		return NULL;
+	unsigned flags = rootless ? CLIP_LABEL_ROOTLESS : 0;
+	struct clip_level *got = NULL;
+	struct clip_error *err = NULL;
+	int r;
+	switch (op) {
+	case LABEL_SET:
+		r = clip_label_set(self->ctx, f.fd, ((LevelObject *)level)->level, flags, &err);
+		break;
+	case LABEL_GET:
+		r = clip_label_get(self->ctx, f.fd, flags, &got, &err);
+		break;
+	case LABEL_VERIFY:
+		r = clip_label_verify(self->ctx, f.fd, flags, &err);
+		break;
+	default:
+		r = clip_label_remove(self->ctx, f.fd, flags, &err);
+		break;
+	}
+	file_done(&f);
+	if (r < 0)
+		return raise_clip(r, err);
+	return op == LABEL_GET ? level_wrap(got) : Py_NewRef(Py_None);
 }
 
 static PyObject *
@@ -1127,17 +1297,7 @@ Context_label_set(ContextObject *self, PyObject *args, PyObject *kwds)
 		return NULL;
 	if (level_check(level, "level") < 0)
 		return NULL;
-	bool owned;
-	int fd = file_fd(file, O_RDONLY, &owned);
-	if (fd < 0)
-		return NULL;
-	struct clip_error *err = NULL;
-	int r = clip_label_set(self->ctx, fd, ((LevelObject *)level)->level, label_flags(rootless),
-			       &err);
-	file_done(fd, owned);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return label_call(self, LABEL_SET, file, level, rootless);
 }
 
 static PyObject *
@@ -1148,50 +1308,30 @@ Context_label_get(ContextObject *self, PyObject *args, PyObject *kwds)
 	int rootless = 0;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$p:label_get", kwlist, &file, &rootless))
 		return NULL;
-	bool owned;
-	int fd = file_fd(file, O_RDONLY, &owned);
-	if (fd < 0)
-		return NULL;
-	struct clip_level *level = NULL;
-	struct clip_error *err = NULL;
-	int r = clip_label_get(self->ctx, fd, label_flags(rootless), &level, &err);
-	file_done(fd, owned);
-	if (r < 0)
-		return raise_clip(r, err);
-	return level_wrap(level);
+	return label_call(self, LABEL_GET, file, NULL, rootless);
 }
 
 static PyObject *
-label_simple(ContextObject *self, PyObject *args, PyObject *kwds, bool remove)
+label_simple(ContextObject *self, PyObject *args, PyObject *kwds, enum label_op op)
 {
 	static char *kwlist[] = { "file", "rootless", NULL };
 	PyObject *file;
 	int rootless = 0;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|$p", kwlist, &file, &rootless))
 		return NULL;
-	bool owned;
-	int fd = file_fd(file, O_RDONLY, &owned);
-	if (fd < 0)
-		return NULL;
-	struct clip_error *err = NULL;
-	int r = remove ? clip_label_remove(self->ctx, fd, label_flags(rootless), &err)
-		       : clip_label_verify(self->ctx, fd, label_flags(rootless), &err);
-	file_done(fd, owned);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return label_call(self, op, file, NULL, rootless);
 }
 
 static PyObject *
 Context_label_verify(ContextObject *self, PyObject *args, PyObject *kwds)
 {
-	return label_simple(self, args, kwds, false);
+	return label_simple(self, args, kwds, LABEL_VERIFY);
 }
 
 static PyObject *
 Context_label_remove(ContextObject *self, PyObject *args, PyObject *kwds)
 {
-	return label_simple(self, args, kwds, true);
+	return label_simple(self, args, kwds, LABEL_REMOVE);
 }
 
 static PyObject *
@@ -1206,16 +1346,32 @@ Context_exec_check_support(ContextObject *self, PyObject *unused)
 static PyObject *
 Context_exec_check(ContextObject *self, PyObject *file)
 {
-	bool owned;
-	int fd = file_fd(file, O_PATH, &owned);
-	if (fd < 0)
+	struct file_arg f;
+	if (file_open(&f, file, O_PATH) < 0)
 		return NULL;
 	struct clip_error *err = NULL;
-	int r = clip_exec_check_fd(self->ctx, fd, &err);
-	file_done(fd, owned);
+	int r = clip_exec_check_fd(self->ctx, f.fd, &err);
+	file_done(&f);
+	return none_or_raise(r, err);
+}
+
+/* exec_may_run_file() and exec_may_run_interactive(), after their argument parsing. */
+static PyObject *
+exec_may_run(ContextObject *self, PyObject *file, const char *what, unsigned flags,
+	     bool interactive)
+{
+	struct file_arg f;
+	int r = interactive ? file_open_or_none(&f, file, O_RDONLY, -1)
+			    : file_open(&f, file, O_RDONLY);
+	if (r < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	r = interactive ? clip_exec_may_run_interactive(self->ctx, f.fd, what, flags, &err)
+			: clip_exec_may_run_file(self->ctx, f.fd, what, flags, &err);
+	file_done(&f);
 	if (r < 0)
 		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return PyBool_FromLong(r == 0);
 }
 
 static PyObject *
@@ -1228,16 +1384,7 @@ Context_exec_may_run_file(ContextObject *self, PyObject *args, PyObject *kwds)
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|zI:exec_may_run_file", kwlist, &file, &name,
 					 &flags))
 		return NULL;
-	bool owned;
-	int fd = file_fd(file, O_RDONLY, &owned);
-	if (fd < 0)
-		return NULL;
-	struct clip_error *err = NULL;
-	int r = clip_exec_may_run_file(self->ctx, fd, name, flags, &err);
-	file_done(fd, owned);
-	if (r < 0)
-		return raise_clip(r, err);
-	return PyBool_FromLong(r == 0);
+	return exec_may_run(self, file, name, flags, false);
 }
 
 static PyObject *
@@ -1250,38 +1397,28 @@ Context_exec_may_run_interactive(ContextObject *self, PyObject *args, PyObject *
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OzI:exec_may_run_interactive", kwlist, &file,
 					 &what, &flags))
 		return NULL;
-	bool owned = false;
-	int fd = -1;
-	if (file != Py_None && (fd = file_fd(file, O_RDONLY, &owned)) < 0)
-		return NULL;
-	struct clip_error *err = NULL;
-	int r = clip_exec_may_run_interactive(self->ctx, fd, what, flags, &err);
-	file_done(fd, owned);
-	if (r < 0)
-		return raise_clip(r, err);
-	return PyBool_FromLong(r == 0);
+	return exec_may_run(self, file, what, flags, true);
 }
 
 static PyObject *
 Context_exec_open(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", "flags", "dir_fd", NULL };
-	PyObject *path, *dir = Py_None;
+	struct path_arg path = { NULL };
+	PyObject *dir = Py_None;
 	unsigned flags = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|I$O:exec_open", kwlist,
-					 PyUnicode_FSConverter, &path, &flags, &dir))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|I$O:exec_open", kwlist, path_converter,
+					 &path, &flags, &dir))
 		return NULL;
-	bool owned;
-	int dfd = dir == Py_None ? AT_FDCWD : dir_fd(dir, &owned);
-	if (dir != Py_None && dfd < 0) {
-		Py_DECREF(path);
+	struct file_arg d;
+	if (file_open_or_none(&d, dir, O_RDONLY | O_DIRECTORY, AT_FDCWD) < 0) {
+		path_done(&path);
 		return NULL;
 	}
 	struct clip_error *err = NULL;
-	int r = clip_exec_open(self->ctx, dfd, PyBytes_AS_STRING(path), flags, &err);
-	Py_DECREF(path);
-	if (dir != Py_None)
-		file_done(dfd, owned);
+	int r = clip_exec_open(self->ctx, d.fd, path_str(&path), flags, &err);
+	path_done(&path);
+	file_done(&d);
 	if (r < 0)
 		return raise_clip(r, err);
 	return PyLong_FromLong(r);
@@ -1291,16 +1428,15 @@ static PyObject *
 Context_exec_allow_tree(ContextObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", "flags", NULL };
-	PyObject *path;
+	struct path_arg path = { NULL };
 	unsigned flags = 0;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|I:exec_allow_tree", kwlist,
-					 PyUnicode_FSConverter, &path, &flags))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|I:exec_allow_tree", kwlist, path_converter,
+					 &path, &flags))
 		return NULL;
 	struct clip_exec_tree_stats st = { .size = sizeof(st) };
 	struct clip_error *err = NULL;
-	int r = clip_exec_allow_tree(self->ctx, AT_FDCWD, PyBytes_AS_STRING(path), flags, &st,
-				     &err);
-	Py_DECREF(path);
+	int r = clip_exec_allow_tree(self->ctx, AT_FDCWD, path_str(&path), flags, &st, &err);
+	path_done(&path);
 	if (r < 0)
 		return raise_clip(r, err);
 	return Py_BuildValue(
@@ -1327,9 +1463,7 @@ Context_set_securebits(ContextObject *self, PyObject *args)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r = clip_exec_set_securebits(self->ctx, bits, &err);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -1339,24 +1473,19 @@ Context_open_envelope(ContextObject *self, PyObject *args)
 	PyObject *in, *out;
 	if (!PyArg_ParseTuple(args, "sOO:open_envelope", &target, &in, &out))
 		return NULL;
-	bool in_owned, out_owned;
-	int in_fd = file_fd(in, O_RDONLY, &in_owned);
-	if (in_fd < 0)
+	struct file_arg fin, fout;
+	if (file_open(&fin, in, O_RDONLY) < 0)
 		return NULL;
-	int out_fd = file_fd(out, O_WRONLY | O_CREAT | O_EXCL, &out_owned);
-	if (out_fd < 0) {
-		file_done(in_fd, in_owned);
+	if (file_open(&fout, out, O_WRONLY | O_CREAT | O_EXCL) < 0) {
+		file_done(&fin);
 		return NULL;
 	}
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r =
-		clip_transfer_open_envelope(self->ctx, target, in_fd, out_fd, &err);
-	Py_END_ALLOW_THREADS file_done(in_fd, in_owned);
-	file_done(out_fd, out_owned);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	WITHOUT_GIL(r = clip_transfer_open_envelope(self->ctx, target, fin.fd, fout.fd, &err));
+	file_done(&fin);
+	file_done(&fout);
+	return none_or_raise(r, err);
 }
 
 /* Audit: verify, check and show share one walk. */
@@ -1382,23 +1511,22 @@ audit_walk(ContextObject *self, PyObject *args, PyObject *kwds, int mode)
 	const char *name = NULL;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|Oz", kwlist, &dir, &name))
 		return NULL;
-	bool owned;
-	int dfd = dir_fd(dir, &owned);
-	if (dir != Py_None && dfd < 0)
+	struct file_arg d;
+	if (file_open_or_none(&d, dir, O_RDONLY | O_DIRECTORY, -1) < 0)
 		return NULL;
 	PyObject *list = mode == 1 ? PyList_New(0) : NULL;
 	if (mode == 1 && !list) {
-		file_done(dfd, owned);
+		file_done(&d);
 		return NULL;
 	}
 	uint64_t count = 0;
 	unsigned warnings = 0;
 	struct clip_error *err = NULL;
-	int r = mode == 2 ? clip_audit_check(self->ctx, dfd, name, NULL, NULL, &count, &warnings,
+	int r = mode == 2 ? clip_audit_check(self->ctx, d.fd, name, NULL, NULL, &count, &warnings,
 					     &err)
-			  : clip_audit_verify(self->ctx, dfd, name, list ? audit_record : NULL,
+			  : clip_audit_verify(self->ctx, d.fd, name, list ? audit_record : NULL,
 					      list, &count, &err);
-	file_done(dfd, owned);
+	file_done(&d);
 	if (r < 0) {
 		Py_XDECREF(list);
 		if (PyErr_Occurred()) {
@@ -1488,12 +1616,7 @@ Context_identify_socket(ContextObject *self, PyObject *arg)
 	return context_identify(self, arg, 2);
 }
 
-static PyObject *
-Context_enter(PyObject *self, PyObject *unused)
-{
-	return Py_NewRef(self);
-}
-
+/* A context has nothing to close: the end of a `with` block leaves it usable. */
 static PyObject *
 Context_exit(PyObject *self, PyObject *args)
 {
@@ -1549,7 +1672,7 @@ static PyMethodDef Context_methods[] = {
 	{ "identify_socket", (PyCFunction)Context_identify_socket, METH_O,
 	  "identify_socket(sock) -> (name, level, flags): as identify_pidfd() for the peer of a "
 	  "connected UNIX socket (SO_PEERPIDFD)." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
 	{ "__exit__", Context_exit, METH_VARARGS, NULL },
 	{ NULL }
 };
@@ -1604,15 +1727,14 @@ Audit_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 		return NULL;
 	if (context_check(ctx) < 0)
 		return NULL;
-	bool owned;
-	int dfd = dir_fd(dir, &owned);
-	if (dir != Py_None && dfd < 0)
+	struct file_arg d;
+	if (file_open_or_none(&d, dir, O_RDONLY | O_DIRECTORY, -1) < 0)
 		return NULL;
 	struct clip_audit *audit = NULL;
 	struct clip_error *err = NULL;
-	int r = clip_audit_open(&audit, ((ContextObject *)ctx)->ctx, dfd, name,
+	int r = clip_audit_open(&audit, ((ContextObject *)ctx)->ctx, d.fd, name,
 				use_syslog ? CLIP_AUDIT_SYSLOG : 0, &err);
-	file_done(dfd, owned);
+	file_done(&d);
 	if (r < 0)
 		return raise_clip(r, err);
 	AuditObject *o = (AuditObject *)type->tp_alloc(type, 0);
@@ -1663,16 +1785,7 @@ Audit_append(AuditObject *self, PyObject *args, PyObject *kwds)
 	e.sha256 = (const uint8_t *)sha;
 	struct clip_error *err = NULL;
 	int r = clip_audit_append(self->audit, &e, &err);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
-}
-
-static PyObject *
-Audit_exit(AuditObject *self, PyObject *args)
-{
-	self->audit = clip_audit_unref(self->audit);
-	Py_RETURN_FALSE;
+	return none_or_raise(r, err);
 }
 
 static PyMethodDef Audit_methods[] = {
@@ -1680,8 +1793,8 @@ static PyMethodDef Audit_methods[] = {
 	  "append(*, event=, source=, ..., reason=): append one record, on disk before "
 	  "returning." },
 	{ "close", (PyCFunction)Audit_close, METH_NOARGS, "close(): release the log." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
-	{ "__exit__", (PyCFunction)Audit_exit, METH_VARARGS, NULL },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
+	{ "__exit__", object_exit_close, METH_VARARGS, NULL },
 	{ NULL }
 };
 
@@ -1761,20 +1874,19 @@ Profile_load(PyObject *cls, PyObject *args)
 	PyObject *file;
 	if (!PyArg_ParseTuple(args, "O:load", &file))
 		return NULL;
-	bool owned;
-	int fd = file_fd(file, O_RDONLY, &owned);
-	if (fd < 0)
+	struct file_arg f;
+	if (file_open(&f, file, O_RDONLY) < 0)
 		return NULL;
-	PyObject *fname = NULL;
-	if (owned && !PyUnicode_FSConverter(file, &fname)) {
-		file_done(fd, owned);
+	struct path_arg fname = { NULL };
+	if (f.owned && !path_converter(file, &fname)) {
+		file_done(&f);
 		return NULL;
 	}
 	struct clip_cage_profile *p = NULL;
 	struct clip_error *err = NULL;
-	int r = clip_cage_profile_load(&p, fd, fname ? PyBytes_AS_STRING(fname) : "profile", &err);
-	Py_XDECREF(fname);
-	file_done(fd, owned);
+	int r = clip_cage_profile_load(&p, f.fd, fname.bytes ? path_str(&fname) : "profile", &err);
+	path_done(&fname);
+	file_done(&f);
 	if (r < 0)
 		return raise_clip(r, err);
 	return profile_wrap((PyTypeObject *)cls, p);
@@ -1811,21 +1923,13 @@ Profile_dup(ProfileObject *self, PyObject *args)
 }
 
 static PyObject *
-profile_done(int r, struct clip_error *err)
-{
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
-}
-
-static PyObject *
 Profile_set_level(ProfileObject *self, PyObject *level)
 {
 	if (level_check(level, "level") < 0)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r = clip_cage_profile_set_level(self->profile, ((LevelObject *)level)->level, &err);
-	return profile_done(r, err);
+	return none_or_raise(r, err);
 }
 
 /* setters taking one path or name */
@@ -1837,7 +1941,7 @@ Profile_set_level(ProfileObject *self, PyObject *level)
 			return NULL; \
 		struct clip_error *err = NULL; \
 		int r = fn(self->profile, s, &err); \
-		return profile_done(r, err); \
+		return none_or_raise(r, err); \
 	}
 PROFILE_STR_SETTER(set_root, clip_cage_profile_set_root)
 PROFILE_STR_SETTER(set_data_dir, clip_cage_profile_set_data_dir)
@@ -1857,7 +1961,7 @@ Profile_add_bind(ProfileObject *self, PyObject *args, PyObject *kwds)
 	struct clip_error *err = NULL;
 	int r = clip_cage_profile_add_bind(self->profile, source, target,
 					   rw ? CLIP_CAGE_BIND_RW : 0, &err);
-	return profile_done(r, err);
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -1869,7 +1973,7 @@ Profile_set_network(ProfileObject *self, PyObject *args)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r = clip_cage_profile_set_network(self->profile, mode, address, &err);
-	return profile_done(r, err);
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -1886,7 +1990,7 @@ Profile_set_limits(ProfileObject *self, PyObject *args, PyObject *kwds)
 	};
 	struct clip_error *err = NULL;
 	int r = clip_cage_profile_set_limits(self->profile, &l, &err);
-	return profile_done(r, err);
+	return none_or_raise(r, err);
 }
 
 #define PROFILE_INT_SETTER(pyname, fmt, ctype, fn) \
@@ -1897,7 +2001,7 @@ Profile_set_limits(ProfileObject *self, PyObject *args, PyObject *kwds)
 			return NULL; \
 		struct clip_error *err = NULL; \
 		int r = fn(self->profile, v, &err); \
-		return profile_done(r, err); \
+		return none_or_raise(r, err); \
 	}
 PROFILE_INT_SETTER(set_wx, "p", int, clip_cage_profile_set_wx)
 PROFILE_INT_SETTER(set_measure, "p", int, clip_cage_profile_set_measure)
@@ -1912,7 +2016,7 @@ Profile_add_port(ProfileObject *self, PyObject *args)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r = clip_cage_profile_add_port(self->profile, kind, port, &err);
-	return profile_done(r, err);
+	return none_or_raise(r, err);
 }
 
 PROFILE_INT_SETTER(set_landlock_min_abi, "I", unsigned, clip_cage_profile_set_landlock_min_abi)
@@ -2034,14 +2138,28 @@ typedef struct {
 } CageObject;
 
 typedef struct {
-	PyObject_HEAD struct clip_cage *cage; /* a reference of its own */
+	FdObject base; /* the pidfd */
+	struct clip_cage *cage; /* a reference of its own */
 	PyObject *ctx;
-	int pidfd;
 	int status; /* -1 until waited for */
 } ProcessObject;
 
 static PyTypeObject CageType;
 static PyTypeObject ProcessType;
+
+/* Wrap @cage (the reference is taken over), which keeps @ctx alive. */
+static PyObject *
+cage_wrap(struct clip_cage *cage, PyObject *ctx)
+{
+	CageObject *o = PyObject_New(CageObject, &CageType);
+	if (!o) {
+		clip_cage_unref(cage);
+		return NULL;
+	}
+	o->cage = cage;
+	o->ctx = Py_NewRef(ctx);
+	return (PyObject *)o;
+}
 
 static PyObject *
 Cage_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -2059,14 +2177,7 @@ Cage_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 			      ((ProfileObject *)profile)->profile, &err);
 	if (r < 0)
 		return raise_clip(r, err);
-	CageObject *o = (CageObject *)type->tp_alloc(type, 0);
-	if (!o) {
-		clip_cage_unref(cage);
-		return NULL;
-	}
-	o->cage = cage;
-	o->ctx = Py_NewRef(ctx);
-	return (PyObject *)o;
+	return cage_wrap(cage, ctx);
 }
 
 static PyObject *
@@ -2081,14 +2192,7 @@ Cage_attach(PyObject *cls, PyObject *args)
 	int r = clip_cage_attach(&cage, ((ContextObject *)ctx)->ctx, name, &err);
 	if (r < 0)
 		return raise_clip(r, err);
-	CageObject *o = (CageObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
-	if (!o) {
-		clip_cage_unref(cage);
-		return NULL;
-	}
-	o->cage = cage;
-	o->ctx = Py_NewRef(ctx);
-	return (PyObject *)o;
+	return cage_wrap(cage, ctx);
 }
 
 static void
@@ -2236,17 +2340,15 @@ spawn_args_parse(struct spawn_args *a, PyObject *argv, PyObject *env, PyObject *
 	return 0;
 }
 
+/* A Process of @cage (a reference of its own) owning @pidfd, closed when there is no memory. */
 static PyObject *
-process_wrap(CageObject *cage, int pidfd)
+process_wrap(struct clip_cage *cage, PyObject *ctx, int pidfd)
 {
-	ProcessObject *p = PyObject_New(ProcessObject, &ProcessType);
-	if (!p) {
-		close(pidfd);
+	ProcessObject *p = (ProcessObject *)fd_object_new(&ProcessType, pidfd);
+	if (!p)
 		return NULL;
-	}
-	p->cage = clip_cage_ref(cage->cage);
-	p->ctx = Py_NewRef(cage->ctx);
-	p->pidfd = pidfd;
+	p->cage = clip_cage_ref(cage);
+	p->ctx = Py_NewRef(ctx);
 	p->status = -1;
 	return (PyObject *)p;
 }
@@ -2279,13 +2381,12 @@ cage_spawn(CageObject *self, PyObject *args, PyObject *kwds, bool start)
 			 (end_with_first ? CLIP_CAGE_START_END_WITH_FIRST : 0);
 	int pidfd = -1, r;
 	struct clip_error *err = NULL;
-	Py_BEGIN_ALLOW_THREADS r =
-		start ? clip_cage_start_spawn(self->cage, flags, &a.opts, &pidfd, &err)
-		      : clip_cage_spawn(self->cage, &a.opts, &pidfd, &err);
-	Py_END_ALLOW_THREADS spawn_args_done(&a);
+	WITHOUT_GIL(r = start ? clip_cage_start_spawn(self->cage, flags, &a.opts, &pidfd, &err)
+			      : clip_cage_spawn(self->cage, &a.opts, &pidfd, &err));
+	spawn_args_done(&a);
 	if (r < 0)
 		return raise_clip(r, err);
-	return process_wrap(self, pidfd);
+	return process_wrap(self->cage, self->ctx, pidfd);
 }
 
 static PyObject *
@@ -2311,10 +2412,8 @@ Cage_start(CageObject *self, PyObject *args, PyObject *kwds)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r =
-		clip_cage_start(self->cage, reg ? CLIP_CAGE_START_REGISTER : 0, &err);
-	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
-	Py_RETURN_NONE;
+	WITHOUT_GIL(r = clip_cage_start(self->cage, reg ? CLIP_CAGE_START_REGISTER : 0, &err));
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -2322,9 +2421,8 @@ cage_stop(CageObject *self, unsigned grace_ms)
 {
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_cage_stop(self->cage, grace_ms, &err);
-	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
-	Py_RETURN_NONE;
+	WITHOUT_GIL(r = clip_cage_stop(self->cage, grace_ms, &err));
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -2367,12 +2465,11 @@ Cage_wait(CageObject *self, PyObject *args, PyObject *kwds)
 	    timeout_ms(timeout, &ms) < 0 || cage_open(self) < 0)
 		return NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_cage_wait(self->cage, ms);
-	Py_END_ALLOW_THREADS if (r == -ENODATA) return raise_errno_message(
-		TimeoutErr, -ETIMEDOUT, "the cage is still running at the timeout", -1);
-	if (r < 0)
-		return raise_clip(r, NULL);
-	Py_RETURN_NONE;
+	WITHOUT_GIL(r = clip_cage_wait(self->cage, ms));
+	if (r == -ENODATA)
+		return raise_errno_message(TimeoutErr, -ETIMEDOUT,
+					   "the cage is still running at the timeout", -1);
+	return none_or_raise(r, NULL);
 }
 
 static PyObject *
@@ -2462,8 +2559,7 @@ Cage_exit(CageObject *self, PyObject *args)
 			return NULL;
 		Py_DECREF(r);
 	}
-	self->cage = clip_cage_unref(self->cage);
-	Py_RETURN_FALSE;
+	return object_exit_close((PyObject *)self, args);
 }
 
 static PyMethodDef Cage_methods[] = {
@@ -2486,7 +2582,7 @@ static PyMethodDef Cage_methods[] = {
 	  "cage: register it with selectors, do not close it)." },
 	{ "close", (PyCFunction)Cage_close, METH_NOARGS,
 	  "close(): drop the handle (a running cage keeps running)." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)Cage_exit, METH_VARARGS, NULL },
 	{ NULL }
 };
@@ -2516,20 +2612,18 @@ static PyTypeObject CageType = {
 static void
 Process_dealloc(ProcessObject *self)
 {
-	if (self->pidfd >= 0)
-		close(self->pidfd);
+	fd_object_release(&self->base);
 	clip_cage_unref(self->cage);
 	Py_XDECREF(self->ctx);
-	PyObject_Free(self);
+	Py_TYPE(self)->tp_free((PyObject *)self);
 }
+
+static const char process_closed[] = "the process's pidfd is closed";
 
 static PyObject *
 Process_fileno(ProcessObject *self, PyObject *unused)
 {
-	if (self->pidfd < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed",
-					   -1);
-	return PyLong_FromLong(self->pidfd);
+	return fd_object_fileno(&self->base, process_closed);
 }
 
 static PyObject *
@@ -2537,24 +2631,16 @@ Process_wait(ProcessObject *self, PyObject *unused)
 {
 	if (self->status >= 0)
 		return PyLong_FromLong(self->status);
-	if (self->pidfd < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the process's pidfd is closed",
-					   -1);
+	if (fd_object_check(&self->base, process_closed) < 0)
+		return NULL;
 	int status = -1, r;
-	Py_BEGIN_ALLOW_THREADS r = clip_cage_wait_process(self->cage, self->pidfd, &status);
-	Py_END_ALLOW_THREADS if (r < 0) return raise_errno_message(
-		StateError, r, "not a process spawned in this cage, or waited for already", -1);
+	WITHOUT_GIL(r = clip_cage_wait_process(self->cage, self->base.fd, &status));
+	if (r < 0)
+		return raise_errno_message(
+			StateError, r, "not a process spawned in this cage, or waited for already",
+			-1);
 	self->status = status;
 	return PyLong_FromLong(status);
-}
-
-static PyObject *
-Process_close(ProcessObject *self, PyObject *unused)
-{
-	if (self->pidfd >= 0)
-		close(self->pidfd);
-	self->pidfd = -1;
-	Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -2568,13 +2654,7 @@ Process_get_returncode(ProcessObject *self, void *closure)
 static PyObject *
 Process_get_pidfd(ProcessObject *self, void *closure)
 {
-	return PyLong_FromLong(self->pidfd);
-}
-
-static PyObject *
-Process_exit(ProcessObject *self, PyObject *args)
-{
-	return Process_close(self, NULL);
+	return PyLong_FromLong(self->base.fd);
 }
 
 static PyMethodDef Process_methods[] = {
@@ -2582,9 +2662,10 @@ static PyMethodDef Process_methods[] = {
 	  "fileno() -> int: the pidfd, readable once the process has exited." },
 	{ "wait", (PyCFunction)Process_wait, METH_NOARGS,
 	  "wait() -> int: reap the process; its exit status, or 128 + the signal." },
-	{ "close", (PyCFunction)Process_close, METH_NOARGS, "close(): close the pidfd." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
-	{ "__exit__", (PyCFunction)Process_exit, METH_VARARGS, NULL },
+	{ "close", (PyCFunction)FdObject_close, METH_NOARGS, "close(): close the pidfd." },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
+	/* close(), and None (not False) as it always did */
+	{ "__exit__", (PyCFunction)FdObject_close, METH_VARARGS, NULL },
 	{ NULL }
 };
 
@@ -2624,72 +2705,36 @@ static PyStructSequence_Desc result_desc = { "clip.TransferResult",
 					     7 };
 
 typedef struct {
-	PyObject_HEAD int sock;
-} ClientObject;
-
-typedef struct {
 	PyObject_HEAD struct clip_transfer *transfer;
 } TransferObject;
 
 static PyTypeObject ClientType;
 static PyTypeObject TransferType;
 
+static const char client_closed[] = "the transfer client is closed";
+
 static PyObject *
 Client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", NULL };
-	PyObject *path = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:TransferClient", kwlist,
-					 PyUnicode_FSConverter, &path))
+	struct path_arg path = { NULL };
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:TransferClient", kwlist, path_converter,
+					 &path))
 		return NULL;
 	int sock = -1;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r =
-		clip_transfer_connect(&sock, path ? PyBytes_AS_STRING(path) : NULL, &err);
-	Py_END_ALLOW_THREADS Py_XDECREF(path);
+	WITHOUT_GIL(r = clip_transfer_connect(&sock, path_str(&path), &err));
+	path_done(&path);
 	if (r < 0)
 		return raise_clip(r, err);
-	ClientObject *o = (ClientObject *)type->tp_alloc(type, 0);
-	if (!o) {
-		close(sock);
-		return NULL;
-	}
-	o->sock = sock;
-	return (PyObject *)o;
-}
-
-static void
-Client_dealloc(ClientObject *self)
-{
-	if (self->sock >= 0)
-		close(self->sock);
-	Py_TYPE(self)->tp_free((PyObject *)self);
+	return fd_object_new(type, sock);
 }
 
 static PyObject *
-Client_close(ClientObject *self, PyObject *unused)
+Client_fileno(FdObject *self, PyObject *unused)
 {
-	if (self->sock >= 0)
-		close(self->sock);
-	self->sock = -1;
-	Py_RETURN_NONE;
-}
-
-static PyObject *
-Client_exit(ClientObject *self, PyObject *args)
-{
-	Py_DECREF(Client_close(self, NULL));
-	Py_RETURN_FALSE;
-}
-
-static PyObject *
-Client_fileno(ClientObject *self, PyObject *unused)
-{
-	if (self->sock < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed",
-					   -1);
-	return PyLong_FromLong(self->sock);
+	return fd_object_fileno(self, client_closed);
 }
 
 static PyObject *
@@ -2760,7 +2805,7 @@ transfer_outcome(struct clip_transfer *t, bool check)
 }
 
 static PyObject *
-Client_request(ClientObject *self, PyObject *args, PyObject *kwds)
+Client_request(FdObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "target", "name", "note", NULL };
 	PyObject *file;
@@ -2768,17 +2813,15 @@ Client_request(ClientObject *self, PyObject *args, PyObject *kwds)
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oss|z:request", kwlist, &file, &target, &name,
 					 &note))
 		return NULL;
-	if (self->sock < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the transfer client is closed",
-					   -1);
-	bool owned;
-	int fd = file_fd(file, O_RDONLY, &owned);
-	if (fd < 0)
+	if (fd_object_check(self, client_closed) < 0)
+		return NULL;
+	struct file_arg f;
+	if (file_open(&f, file, O_RDONLY) < 0)
 		return NULL;
 	struct clip_transfer *t = NULL;
 	struct clip_error *err = NULL;
-	int r = clip_transfer_new(&t, self->sock, fd, target, name, note, &err);
-	file_done(fd, owned);
+	int r = clip_transfer_new(&t, self->fd, f.fd, target, name, note, &err);
+	file_done(&f);
 	if (r < 0)
 		return raise_clip(r, err);
 	TransferObject *o = PyObject_New(TransferObject, &TransferType);
@@ -2798,20 +2841,17 @@ transfer_wait(TransferObject *self, PyObject *timeout)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_transfer_wait(self->transfer, ms, &err);
-	Py_END_ALLOW_THREADS if (r == -EAGAIN)
-	{
+	WITHOUT_GIL(r = clip_transfer_wait(self->transfer, ms, &err));
+	if (r == -EAGAIN) {
 		clip_error_free(err);
 		return raise_errno_message(TimeoutErr, -ETIMEDOUT,
 					   "no answer from the mediator within the timeout", -1);
 	}
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return none_or_raise(r, err);
 }
 
 static PyObject *
-Client_send(ClientObject *self, PyObject *args, PyObject *kwds)
+Client_send(FdObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "file", "target", "name", "note", "timeout", "check", NULL };
 	PyObject *file, *timeout = Py_None;
@@ -2844,16 +2884,16 @@ static PyMethodDef Client_methods[] = {
 	{ "request", KW(Client_request),
 	  "request(file, target, name, note=None) -> Transfer: send without waiting." },
 	{ "fileno", (PyCFunction)Client_fileno, METH_NOARGS, "fileno() -> int: the socket." },
-	{ "close", (PyCFunction)Client_close, METH_NOARGS, "close(): close the socket." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
-	{ "__exit__", (PyCFunction)Client_exit, METH_VARARGS, NULL },
+	{ "close", (PyCFunction)FdObject_close, METH_NOARGS, "close(): close the socket." },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
+	{ "__exit__", object_exit_close, METH_VARARGS, NULL },
 	{ NULL }
 };
 
 static PyTypeObject ClientType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.TransferClient",
-	.tp_basicsize = sizeof(ClientObject),
-	.tp_dealloc = (destructor)Client_dealloc,
+	.tp_basicsize = sizeof(FdObject),
+	.tp_dealloc = (destructor)FdObject_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "TransferClient(path=None): a connection to the transfer mediator\n"
 		  "($CLIP_TRANSFER_SOCKET, then TRANSFER_SOCKET, when path is None).",
@@ -2997,16 +3037,14 @@ Session_parse(PyObject *cls, PyObject *args, PyObject *kwds)
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!s#|zO:parse", kwlist, &ContextType, &ctx,
 					 &text, &size, &filename, &dir))
 		return NULL;
-	bool owned = false;
-	int dfd = dir == Py_None ? AT_FDCWD : dir_fd(dir, &owned);
-	if (dir != Py_None && dfd < 0)
+	struct file_arg d;
+	if (file_open_or_none(&d, dir, O_RDONLY | O_DIRECTORY, AT_FDCWD) < 0)
 		return NULL;
 	struct clip_session *session = NULL;
 	struct clip_error *err = NULL;
-	int r = clip_session_parse(&session, ((ContextObject *)ctx)->ctx, dfd, filename, text,
+	int r = clip_session_parse(&session, ((ContextObject *)ctx)->ctx, d.fd, filename, text,
 				   (size_t)size, &err);
-	if (dir != Py_None)
-		file_done(dfd, owned);
+	file_done(&d);
 	if (r < 0)
 		return raise_clip(r, err);
 	return session_wrap((PyTypeObject *)cls, session, ctx);
@@ -3015,14 +3053,14 @@ Session_parse(PyObject *cls, PyObject *args, PyObject *kwds)
 static PyObject *
 Session_load(PyObject *cls, PyObject *args)
 {
-	PyObject *ctx, *path;
-	if (!PyArg_ParseTuple(args, "O!O&:load", &ContextType, &ctx, PyUnicode_FSConverter, &path))
+	PyObject *ctx;
+	struct path_arg path = { NULL };
+	if (!PyArg_ParseTuple(args, "O!O&:load", &ContextType, &ctx, path_converter, &path))
 		return NULL;
 	struct clip_session *session = NULL;
 	struct clip_error *err = NULL;
-	int r = clip_session_load(&session, ((ContextObject *)ctx)->ctx, PyBytes_AS_STRING(path),
-				  &err);
-	Py_DECREF(path);
+	int r = clip_session_load(&session, ((ContextObject *)ctx)->ctx, path_str(&path), &err);
+	path_done(&path);
 	if (r < 0)
 		return raise_clip(r, err);
 	return session_wrap((PyTypeObject *)cls, session, ctx);
@@ -3034,8 +3072,7 @@ Session_dealloc(SessionObject *self)
 	if (self->session) {
 		/* The last reference of a running session stops it: without us. */
 		clip_session_set_event_fn(self->session, NULL, NULL);
-		Py_BEGIN_ALLOW_THREADS clip_session_unref(self->session);
-		Py_END_ALLOW_THREADS
+		WITHOUT_GIL(clip_session_unref(self->session));
 	}
 	Py_XDECREF(self->on_event);
 	Py_XDECREF(self->ctx);
@@ -3058,8 +3095,7 @@ Session_close(SessionObject *self, PyObject *unused)
 	if (self->session) {
 		struct clip_session *s = self->session;
 		self->session = NULL;
-		Py_BEGIN_ALLOW_THREADS clip_session_unref(s);
-		Py_END_ALLOW_THREADS
+		WITHOUT_GIL(clip_session_unref(s));
 	}
 	Py_RETURN_NONE;
 }
@@ -3092,19 +3128,17 @@ Session_format(SessionObject *self, PyObject *unused)
 static PyObject *
 Session_set_state_dir(SessionObject *self, PyObject *args)
 {
-	PyObject *path = NULL;
-	if (!PyArg_ParseTuple(args, "O&:set_state_dir", PyUnicode_FSConverter, &path))
+	struct path_arg path = { NULL };
+	if (!PyArg_ParseTuple(args, "O&:set_state_dir", path_converter, &path))
 		return NULL;
 	if (session_open(self) < 0) {
-		Py_DECREF(path);
+		path_done(&path);
 		return NULL;
 	}
 	struct clip_error *err = NULL;
-	int r = clip_session_set_state_dir(self->session, PyBytes_AS_STRING(path), &err);
-	Py_DECREF(path);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	int r = clip_session_set_state_dir(self->session, path_str(&path), &err);
+	path_done(&path);
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3112,15 +3146,16 @@ Session_add_cage(SessionObject *self, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "name", "level", "profile", "data_dir", "restart", NULL };
 	const char *name;
-	PyObject *level, *profile = Py_None, *data_dir = NULL;
+	PyObject *level, *profile = Py_None;
+	struct path_arg data_dir = { NULL };
 	int restart = CLIP_SESSION_RESTART_NO;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "sO|$OO&i:add_cage", kwlist, &name, &level,
-					 &profile, PyUnicode_FSConverter, &data_dir, &restart))
+					 &profile, path_converter, &data_dir, &restart))
 		return NULL;
 	if (level_check(level, "level") < 0 || session_open(self) < 0 ||
 	    (profile != Py_None && !PyObject_TypeCheck(profile, &ProfileType) &&
 	     !PyErr_Format(PyExc_TypeError, "profile must be a clip.Profile or None"))) {
-		Py_XDECREF(data_dir);
+		path_done(&data_dir);
 		return NULL;
 	}
 	struct clip_session_cage c = {
@@ -3128,15 +3163,13 @@ Session_add_cage(SessionObject *self, PyObject *args, PyObject *kwds)
 		.name = name,
 		.level = ((LevelObject *)level)->level,
 		.profile = profile == Py_None ? NULL : ((ProfileObject *)profile)->profile,
-		.data_dir = data_dir ? PyBytes_AS_STRING(data_dir) : NULL,
+		.data_dir = path_str(&data_dir),
 		.restart = restart,
 	};
 	struct clip_error *err = NULL;
 	int r = clip_session_add_cage(self->session, &c, &err);
-	Py_XDECREF(data_dir);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	path_done(&data_dir);
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3154,9 +3187,7 @@ Session_set_policy(SessionObject *self, PyObject *args)
 		return raise_clip(r, err);
 	r = clip_session_set_policy(self->session, policy, &err);
 	clip_policy_unref(policy);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3166,9 +3197,7 @@ Session_check(SessionObject *self, PyObject *unused)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r = clip_session_check(self->session, &err);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3179,12 +3208,11 @@ Session_start(SessionObject *self, PyObject *args, PyObject *kwds)
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$p:start", kwlist, &external) ||
 	    session_open(self) < 0)
 		return NULL;
+	unsigned flags = external ? CLIP_SESSION_START_EXTERNAL_SOCKETS : 0;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_session_start(
-		self->session, external ? CLIP_SESSION_START_EXTERNAL_SOCKETS : 0, &err);
-	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
-	Py_RETURN_NONE;
+	WITHOUT_GIL(r = clip_session_start(self->session, flags, &err));
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3192,12 +3220,10 @@ session_stop(SessionObject *self, unsigned grace_ms)
 {
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_session_stop(self->session, grace_ms, &err);
-	Py_END_ALLOW_THREADS if (r == -ECHILD && !err) return raise_errno_message(
-		StateError, r, "the session is not started", -1);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	WITHOUT_GIL(r = clip_session_stop(self->session, grace_ms, &err));
+	if (r == -ECHILD && !err)
+		return raise_errno_message(StateError, r, "the session is not started", -1);
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3247,22 +3273,8 @@ Session_restart_cage(SessionObject *self, PyObject *args, PyObject *kwds)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_session_restart_cage(self->session, cage, grace, &err);
-	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
-	Py_RETURN_NONE;
-}
-
-static PyObject *
-cage_wrap(struct clip_cage *cage, PyObject *ctx)
-{
-	CageObject *o = PyObject_New(CageObject, &CageType);
-	if (!o) {
-		clip_cage_unref(cage);
-		return NULL;
-	}
-	o->cage = cage;
-	o->ctx = Py_NewRef(ctx);
-	return (PyObject *)o;
+	WITHOUT_GIL(r = clip_session_restart_cage(self->session, cage, grace, &err));
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3299,13 +3311,11 @@ Session_spawn(SessionObject *self, PyObject *args, PyObject *kwds)
 	}
 	int pidfd = -1, r;
 	struct clip_error *err = NULL;
-	Py_BEGIN_ALLOW_THREADS r = clip_session_spawn(self->session, name, &a.opts, &pidfd, &err);
-	Py_END_ALLOW_THREADS spawn_args_done(&a);
+	WITHOUT_GIL(r = clip_session_spawn(self->session, name, &a.opts, &pidfd, &err));
+	spawn_args_done(&a);
 	if (r < 0)
 		return raise_clip(r, err);
-	CageObject cage_view = { .cage = clip_session_get_cage(self->session, name),
-				 .ctx = self->ctx };
-	return process_wrap(&cage_view, pidfd);
+	return process_wrap(clip_session_get_cage(self->session, name), self->ctx, pidfd);
 }
 
 static PyObject *
@@ -3373,18 +3383,18 @@ static PyObject *
 Session_control(PyObject *cls, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "ctx", "session", "request", "state_dir", NULL };
-	PyObject *ctx, *state_dir = NULL;
+	PyObject *ctx;
+	struct path_arg state_dir = { NULL };
 	const char *session, *request;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!ss|O&:control", kwlist, &ContextType, &ctx,
-					 &session, &request, PyUnicode_FSConverter, &state_dir))
+					 &session, &request, path_converter, &state_dir))
 		return NULL;
 	struct clip_session_status *st = NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_session_control(
-		((ContextObject *)ctx)->ctx, session,
-		state_dir ? PyBytes_AS_STRING(state_dir) : NULL, request, &st, &err);
-	Py_END_ALLOW_THREADS Py_XDECREF(state_dir);
+	WITHOUT_GIL(r = clip_session_control(((ContextObject *)ctx)->ctx, session,
+					     path_str(&state_dir), request, &st, &err));
+	path_done(&state_dir);
 	if (r < 0)
 		return raise_clip(r, err);
 	if (!st)
@@ -3421,11 +3431,7 @@ Session_exit(SessionObject *self, PyObject *args)
 			return NULL;
 		Py_DECREF(r);
 	}
-	PyObject *r = Session_close(self, NULL);
-	if (!r)
-		return NULL;
-	Py_DECREF(r);
-	Py_RETURN_FALSE;
+	return object_exit_close((PyObject *)self, args);
 }
 
 static PyMethodDef Session_methods[] = {
@@ -3464,7 +3470,7 @@ static PyMethodDef Session_methods[] = {
 	  "mediator's pending questions and agent." },
 	{ "close", (PyCFunction)Session_close, METH_NOARGS,
 	  "close(): drop the handle (the last one of a running session stops it)." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
 	{ "__exit__", (PyCFunction)Session_exit, METH_VARARGS, NULL },
 	{ NULL }
 };
@@ -3507,16 +3513,14 @@ static PyObject *
 Agent_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", NULL };
-	PyObject *path = NULL;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:Agent", kwlist, PyUnicode_FSConverter,
-					 &path))
+	struct path_arg path = { NULL };
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:Agent", kwlist, path_converter, &path))
 		return NULL;
 	struct clip_agent *agent = NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r =
-		clip_agent_connect(&agent, path ? PyBytes_AS_STRING(path) : NULL, NULL, &err);
-	Py_END_ALLOW_THREADS Py_XDECREF(path);
+	WITHOUT_GIL(r = clip_agent_connect(&agent, path_str(&path), NULL, &err));
+	path_done(&path);
 	if (r < 0)
 		return raise_clip(r, err);
 	AgentObject *o = (AgentObject *)type->tp_alloc(type, 0);
@@ -3565,8 +3569,9 @@ Agent_receive(AgentObject *self, PyObject *args, PyObject *kwds)
 	struct clip_agent_question *q = NULL;
 	struct clip_error *err = NULL;
 	int r;
-	Py_BEGIN_ALLOW_THREADS r = clip_agent_receive(self->agent, ms, &q, &err);
-	Py_END_ALLOW_THREADS if (r < 0) return raise_clip(r, err);
+	WITHOUT_GIL(r = clip_agent_receive(self->agent, ms, &q, &err));
+	if (r < 0)
+		return raise_clip(r, err);
 	if (!q)
 		return Py_BuildValue("(iO)", r, Py_None);
 	QuestionObject *o = PyObject_New(QuestionObject, &QuestionType);
@@ -3588,9 +3593,7 @@ Agent_answer(AgentObject *self, PyObject *args)
 		return NULL;
 	struct clip_error *err = NULL;
 	int r = clip_agent_answer(self->agent, ((QuestionObject *)q)->question, allow, &err);
-	if (r < 0)
-		return raise_clip(r, err);
-	Py_RETURN_NONE;
+	return none_or_raise(r, err);
 }
 
 static PyObject *
@@ -3598,13 +3601,6 @@ Agent_close(AgentObject *self, PyObject *unused)
 {
 	self->agent = clip_agent_unref(self->agent);
 	Py_RETURN_NONE;
-}
-
-static PyObject *
-Agent_exit(AgentObject *self, PyObject *args)
-{
-	self->agent = clip_agent_unref(self->agent);
-	Py_RETURN_FALSE;
 }
 
 static PyMethodDef Agent_methods[] = {
@@ -3622,8 +3618,8 @@ static PyMethodDef Agent_methods[] = {
 	  "question." },
 	{ "close", (PyCFunction)Agent_close, METH_NOARGS,
 	  "close(): disconnect; the mediator denies what is still pending." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
-	{ "__exit__", (PyCFunction)Agent_exit, METH_VARARGS, NULL },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
+	{ "__exit__", object_exit_close, METH_VARARGS, NULL },
 	{ NULL }
 };
 
@@ -3778,59 +3774,41 @@ event_wrap(struct clip_feed_event *e)
 	return o;
 }
 
-typedef struct {
-	PyObject_HEAD int fd;
-} WatchObject;
-
 static PyTypeObject WatchType;
+
+static const char watch_closed[] = "the watch is closed";
 
 static PyObject *
 Watch_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "ctx", "session", "state_dir", NULL };
-	PyObject *ctx, *state_dir = NULL;
+	PyObject *ctx;
+	struct path_arg state_dir = { NULL };
 	const char *session;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!s|O&:Watch", kwlist, &ContextType, &ctx,
-					 &session, PyUnicode_FSConverter, &state_dir))
+					 &session, path_converter, &state_dir))
 		return NULL;
 	int fd = -1, r;
 	struct clip_error *err = NULL;
-	Py_BEGIN_ALLOW_THREADS r =
-		clip_session_watch(((ContextObject *)ctx)->ctx, session,
-				   state_dir ? PyBytes_AS_STRING(state_dir) : NULL, &fd, &err);
-	Py_END_ALLOW_THREADS Py_XDECREF(state_dir);
+	WITHOUT_GIL(r = clip_session_watch(((ContextObject *)ctx)->ctx, session,
+					   path_str(&state_dir), &fd, &err));
+	path_done(&state_dir);
 	if (r < 0)
 		return raise_clip(r, err);
-	WatchObject *o = (WatchObject *)type->tp_alloc(type, 0);
-	if (!o) {
-		close(fd);
+	return fd_object_new(type, fd);
+}
+
+static PyObject *
+Watch_fileno(FdObject *self, PyObject *unused)
+{
+	return fd_object_fileno(self, watch_closed);
+}
+
+static PyObject *
+Watch_read(FdObject *self, PyObject *unused)
+{
+	if (fd_object_check(self, watch_closed) < 0)
 		return NULL;
-	}
-	o->fd = fd;
-	return (PyObject *)o;
-}
-
-static void
-Watch_dealloc(WatchObject *self)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-	Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *
-Watch_fileno(WatchObject *self, PyObject *unused)
-{
-	if (self->fd < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the watch is closed", -1);
-	return PyLong_FromLong(self->fd);
-}
-
-static PyObject *
-Watch_read(WatchObject *self, PyObject *unused)
-{
-	if (self->fd < 0)
-		return raise_errno_message(BadFileError, -EBADF, "the watch is closed", -1);
 	struct clip_feed_event *e = NULL;
 	struct clip_error *err = NULL;
 	int r = clip_session_watch_read(self->fd, &e, &err);
@@ -3841,37 +3819,21 @@ Watch_read(WatchObject *self, PyObject *unused)
 	return event_wrap(e);
 }
 
-static PyObject *
-Watch_close(WatchObject *self, PyObject *unused)
-{
-	if (self->fd >= 0)
-		close(self->fd);
-	self->fd = -1;
-	Py_RETURN_NONE;
-}
-
-static PyObject *
-Watch_exit(WatchObject *self, PyObject *args)
-{
-	Py_DECREF(Watch_close(self, NULL));
-	Py_RETURN_FALSE;
-}
-
 static PyMethodDef Watch_methods[] = {
 	{ "fileno", (PyCFunction)Watch_fileno, METH_NOARGS,
 	  "fileno() -> int: readable when read() has an event (owned by the watch)." },
 	{ "read", (PyCFunction)Watch_read, METH_NOARGS,
 	  "read() -> FeedEvent | None: the next event, without waiting." },
-	{ "close", (PyCFunction)Watch_close, METH_NOARGS, "close(): stop watching." },
-	{ "__enter__", Context_enter, METH_NOARGS, NULL },
-	{ "__exit__", (PyCFunction)Watch_exit, METH_VARARGS, NULL },
+	{ "close", (PyCFunction)FdObject_close, METH_NOARGS, "close(): stop watching." },
+	{ "__enter__", object_enter, METH_NOARGS, NULL },
+	{ "__exit__", object_exit_close, METH_VARARGS, NULL },
 	{ NULL }
 };
 
 static PyTypeObject WatchType = {
 	PyVarObject_HEAD_INIT(NULL, 0).tp_name = "clip.Watch",
-	.tp_basicsize = sizeof(WatchObject),
-	.tp_dealloc = (destructor)Watch_dealloc,
+	.tp_basicsize = sizeof(FdObject),
+	.tp_dealloc = (destructor)FdObject_dealloc,
 	.tp_flags = Py_TPFLAGS_DEFAULT,
 	.tp_doc = "Watch(ctx, session, state_dir=None): follow what the user should see of a\n"
 		  "running session (transfers asked, delivered, denied; cages started, stopped,\n"
