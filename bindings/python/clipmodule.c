@@ -335,6 +335,17 @@ object_exit_close(PyObject *self, PyObject *args)
 	Py_RETURN_FALSE;
 }
 
+/* 0 while @handle is set; else -1 with the exception @cls(@e, "@closed"). */
+static int
+handle_check(const void *handle, PyObject *cls, int e, const char *closed)
+{
+	if (!handle) {
+		raise_errno_message(cls, e, closed, -1);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * An object that owns one fd (TransferClient, Watch, and a Process's pidfd,
  * its first member): -1 once closed. Its dealloc and close() are shared;
@@ -408,6 +419,27 @@ take_string(char *s)
 	PyObject *o = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
 	free(s);
 	return o;
+}
+
+/* The end of a call that formats a string into @s: it as str, or the exception of @r. */
+static PyObject *
+string_or_raise(int r, char *s)
+{
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return take_string(s);
+}
+
+/* The repr of Level and Range: "clip.TYPE('text')", the text their str() gives. */
+static PyObject *
+repr_from_str(PyObject *self, const char *format)
+{
+	PyObject *s = PyObject_Str(self);
+	if (!s)
+		return NULL;
+	PyObject *r = PyUnicode_FromFormat(format, s);
+	Py_DECREF(s);
+	return r;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -569,9 +601,7 @@ Level_format(LevelObject *self, PyObject *args, PyObject *kwds)
 		return NULL;
 	char *s = NULL;
 	int r = clip_level_format_name(self->level, names, &s);
-	if (r < 0)
-		return raise_clip(r, NULL);
-	return take_string(s);
+	return string_or_raise(r, s);
 }
 
 static PyObject *
@@ -579,20 +609,13 @@ Level_str(LevelObject *self)
 {
 	char *s = NULL;
 	int r = clip_level_format(self->level, &s);
-	if (r < 0)
-		return raise_clip(r, NULL);
-	return take_string(s);
+	return string_or_raise(r, s);
 }
 
 static PyObject *
 Level_repr(LevelObject *self)
 {
-	PyObject *s = Level_str(self);
-	if (!s)
-		return NULL;
-	PyObject *r = PyUnicode_FromFormat("clip.Level(%R)", s);
-	Py_DECREF(s);
-	return r;
+	return repr_from_str((PyObject *)self, "clip.Level(%R)");
 }
 
 static Py_hash_t
@@ -861,20 +884,13 @@ Range_str(RangeObject *self)
 {
 	char *s = NULL;
 	int r = clip_range_format(self->range, &s);
-	if (r < 0)
-		return raise_clip(r, NULL);
-	return take_string(s);
+	return string_or_raise(r, s);
 }
 
 static PyObject *
 Range_repr(RangeObject *self)
 {
-	PyObject *s = Range_str(self);
-	if (!s)
-		return NULL;
-	PyObject *r = PyUnicode_FromFormat("clip.Range(%R)", s);
-	Py_DECREF(s);
-	return r;
+	return repr_from_str((PyObject *)self, "clip.Range(%R)");
 }
 
 static PyObject *
@@ -997,9 +1013,7 @@ Names_format(NamesObject *self, PyObject *level)
 		return NULL;
 	char *s = NULL;
 	int r = clip_level_format_name(((LevelObject *)level)->level, self->names, &s);
-	if (r < 0)
-		return raise_clip(r, NULL);
-	return take_string(s);
+	return string_or_raise(r, s);
 }
 
 static PyMethodDef Names_methods[] = {
@@ -1897,9 +1911,7 @@ Profile_str(ProfileObject *self)
 {
 	char *s = NULL;
 	int r = clip_cage_profile_format(self->profile, &s);
-	if (r < 0)
-		return raise_clip(r, NULL);
-	return take_string(s);
+	return string_or_raise(r, s);
 }
 
 static PyObject *
@@ -2206,11 +2218,7 @@ Cage_dealloc(CageObject *self)
 static int
 cage_open(CageObject *self)
 {
-	if (!self->cage) {
-		raise_errno_message(StateError, -ECHILD, "the cage object is closed", -1);
-		return -1;
-	}
-	return 0;
+	return handle_check(self->cage, StateError, -ECHILD, "the cage object is closed");
 }
 
 /* What clip_cage_spawn() needs from Python: argv, envp, fds. */
@@ -3082,11 +3090,7 @@ Session_dealloc(SessionObject *self)
 static int
 session_open(SessionObject *self)
 {
-	if (!self->session) {
-		raise_errno_message(StateError, -ECHILD, "the session object is closed", -1);
-		return -1;
-	}
-	return 0;
+	return handle_check(self->session, StateError, -ECHILD, "the session object is closed");
 }
 
 static PyObject *
@@ -3120,9 +3124,7 @@ Session_format(SessionObject *self, PyObject *unused)
 					   "a session with a profile built through the API has no "
 					   "file form",
 					   -1);
-	if (r < 0)
-		return raise_clip(r, NULL);
-	return take_string(s);
+	return string_or_raise(r, s);
 }
 
 static PyObject *
@@ -3542,11 +3544,7 @@ Agent_dealloc(AgentObject *self)
 static int
 agent_open(AgentObject *self)
 {
-	if (!self->agent) {
-		raise_errno_message(ConnectError, -ECONNRESET, "the agent is closed", -1);
-		return -1;
-	}
-	return 0;
+	return handle_check(self->agent, ConnectError, -ECONNRESET, "the agent is closed");
 }
 
 static PyObject *
@@ -3876,15 +3874,24 @@ add_exception(PyObject *m, PyObject **slot, const char *name, PyObject *bases, c
 	return PyModule_AddObjectRef(m, name, *slot);
 }
 
+/* clip.@name into *@slot: a subclass of @base, and of @builtin unless NULL. */
 static int
-add_family(PyObject *m, PyObject **slot, const char *name, PyObject *builtin, const char *doc)
+add_subclass(PyObject *m, PyObject **slot, const char *name, PyObject *base, PyObject *builtin,
+	     const char *doc)
 {
-	PyObject *bases = builtin ? PyTuple_Pack(2, Error, builtin) : PyTuple_Pack(1, Error);
+	PyObject *bases = builtin ? PyTuple_Pack(2, base, builtin) : PyTuple_Pack(1, base);
 	if (!bases)
 		return -1;
 	int r = add_exception(m, slot, name, bases, doc);
 	Py_DECREF(bases);
 	return r;
+}
+
+/* A family of clip.Error, by errno (errno_class()). */
+static int
+add_family(PyObject *m, PyObject **slot, const char *name, PyObject *builtin, const char *doc)
+{
+	return add_subclass(m, slot, name, Error, builtin, doc);
 }
 
 static int
@@ -4022,14 +4029,11 @@ PyInit_clip(void)
 	PyObject *m = PyModule_Create(&clip_module);
 	if (!m)
 		return NULL;
-	PyObject *base = PyTuple_Pack(1, PyExc_OSError);
-	if (!base || add_exception(m, &Error, "Error", base,
-				   "A libclip error: an OSError with the errno and the library's "
-				   "message (strerror), and offset (the byte of a parser error, or "
-				   "None).") < 0)
-		goto fail;
-	Py_CLEAR(base);
-	if (add_family(m, &InvalidError, "InvalidError", PyExc_ValueError,
+	if (add_subclass(m, &Error, "Error", PyExc_OSError, NULL,
+			 "A libclip error: an OSError with the errno and the library's "
+			 "message (strerror), and offset (the byte of a parser error, or "
+			 "None).") < 0 ||
+	    add_family(m, &InvalidError, "InvalidError", PyExc_ValueError,
 		       "EINVAL, E2BIG, ERANGE, ENAMETOOLONG, EILSEQ: a bad argument or input.") <
 		    0 ||
 	    add_family(m, &PermissionDenied, "PermissionDenied", PyExc_PermissionError,
@@ -4055,31 +4059,16 @@ PyInit_clip(void)
 	    add_family(m, &TimeoutErr, "TimeoutError", PyExc_TimeoutError,
 		       "ETIMEDOUT, EAGAIN: not done within the time.") < 0 ||
 	    add_family(m, &ResourceError, "ResourceError", NULL,
-		       "ENOMEM, ENOSPC, EDQUOT, EMFILE, ENFILE, EFBIG: out of a resource.") < 0)
-		goto fail;
-	PyObject *denied_base = PyTuple_Pack(1, PermissionDenied);
-	if (!denied_base ||
-	    add_exception(m, &TransferDenied, "TransferDenied", denied_base,
-			  "A transfer denied by the policy or the user (errno EACCES); .status "
-			  "and .result say which.") < 0) {
-		Py_XDECREF(denied_base);
-		goto fail;
+		       "ENOMEM, ENOSPC, EDQUOT, EMFILE, ENFILE, EFBIG: out of a resource.") < 0 ||
+	    add_subclass(m, &TransferDenied, "TransferDenied", PermissionDenied, NULL,
+			 "A transfer denied by the policy or the user (errno EACCES); .status "
+			 "and .result say which.") < 0 ||
+	    add_subclass(m, &TransferFailed, "TransferFailed", Error, NULL,
+			 "A transfer the mediator failed to deliver (errno: its reason); "
+			 ".result.") < 0 ||
+	    add_types(m) < 0 || add_constants(m) < 0) {
+		Py_DECREF(m);
+		return NULL;
 	}
-	Py_DECREF(denied_base);
-	PyObject *failed_base = PyTuple_Pack(1, Error);
-	if (!failed_base ||
-	    add_exception(m, &TransferFailed, "TransferFailed", failed_base,
-			  "A transfer the mediator failed to deliver (errno: its reason); "
-			  ".result.") < 0) {
-		Py_XDECREF(failed_base);
-		goto fail;
-	}
-	Py_DECREF(failed_base);
-	if (add_types(m) < 0 || add_constants(m) < 0)
-		goto fail;
 	return m;
-fail:
-	Py_XDECREF(base);
-	Py_DECREF(m);
-	return NULL;
 }
