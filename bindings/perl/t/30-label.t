@@ -16,19 +16,7 @@ my $ctx = Clip::Context->new(state_dir => "$dir/state");
 my $R = LABEL_ROOTLESS;
 my $s2 = Clip::Level->parse('s2:c1');
 
-sub file ($name, $text = "report\n") {
-	open(my $fh, '>', "$dir/$name") or die "$dir/$name: $!";
-	print $fh $text;
-	close $fh;
-	return "$dir/$name";
-}
-sub refused ($code, $class, $errno, $what) {
-	eval { $code->(); 1 } and return fail("$what: not refused");
-	my $e = $@;
-	ok(ref $e && $e->isa($class) && $e->errno == $errno, $what)
-		or diag(ref $e ? ref($e) . ': ' . $e->message : $e);
-	return $e;
-}
+sub file ($name, $text = "report\n") { write_file("$dir/$name", $text) }
 
 # The round trip on a path.
 my $a = file('a');

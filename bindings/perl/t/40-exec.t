@@ -13,20 +13,7 @@ use Clip qw(:all);
 my $dir = scratch();
 my $ctx = Clip::Context->new(state_dir => "$dir/state");
 
-sub file ($name, $mode, $text = "#!/bin/sh\nexit 0\n") {
-	open(my $fh, '>', "$dir/$name") or die "$dir/$name: $!";
-	print $fh $text;
-	close $fh;
-	chmod $mode, "$dir/$name";
-	return "$dir/$name";
-}
-sub refused ($code, $class, $errno, $what) {
-	eval { $code->(); 1 } and return fail("$what: not refused");
-	my $e = $@;
-	ok(ref $e && $e->isa($class) && $e->errno == $errno, $what)
-		or diag(ref $e ? ref($e) . ': ' . $e->message : $e);
-	return $e;
-}
+sub file ($name, $mode, $text = "#!/bin/sh\nexit 0\n") { write_file("$dir/$name", $text, $mode) }
 
 my $x = file('x', 0755);
 my $nox = file('nox', 0644);

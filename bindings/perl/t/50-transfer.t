@@ -18,11 +18,6 @@ my $d = scratch();
 my $rootless = !is_host_root();
 mkdir "$d/$_" or die "$d/$_: $!" for qw(cfg state run in-low in-mid in-high);
 chmod 0700, "$d/state";
-sub write_file ($path, $text) {
-	open(my $fh, '>', $path) or die "$path: $!";
-	print $fh $text;
-	close $fh or die;
-}
 write_file("$d/cfg/policy", "low mid allow\nlow high ask\n");
 write_file("$d/cfg/cages", join('', map { "$_->[0] $_->[1] $d/in-$_->[0] $d/run/$_->[0].sock\n" }
 	['low', 's0'], ['mid', 's1'], ['high', 's2']));

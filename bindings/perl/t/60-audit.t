@@ -12,13 +12,6 @@ use Clip qw(:all);
 
 my $dir = scratch();
 my $ctx = Clip::Context->new(state_dir => "$dir/state");
-sub refused ($code, $class, $errno, $what) {
-	eval { $code->(); 1 } and return fail("$what: not refused");
-	my $e = $@;
-	ok(ref $e && $e->isa($class) && $e->errno == $errno, $what)
-		or diag(ref $e ? ref($e) . ': ' . $e->message : $e);
-	return $e;
-}
 
 my $log = Clip::Audit->open($ctx);
 isa_ok($log, 'Clip::Audit', 'audit open: the state directory\'s log');

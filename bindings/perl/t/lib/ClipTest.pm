@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# What the Clip tests share: the mode they run in and scratch directories.
+# What the Clip tests share: the mode they run in, scratch directories and
+# files, and the check of a refusal.
 package ClipTest;
 use v5.36;
 use File::Temp ();
+use Test::More ();
 use Exporter 'import';
-our @EXPORT = qw(is_host_root scratch in_child);
+our @EXPORT = qw(is_host_root scratch write_file in_child refused);
 
 # Root of the host: uid 0 in the initial user namespace (as is_root in
 # tests/common/root.sh). uid 0 of a rootless container has no trusted.*
@@ -20,6 +22,27 @@ sub is_host_root () {
 # process that made it only: a forked child never removes it).
 sub scratch () {
 	return File::Temp::tempdir('clip-perl-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+}
+
+# Write TEXT to PATH (made or emptied), then chmod it to MODE when given;
+# returns PATH.
+sub write_file ($path, $text, $mode = undef) {
+	open(my $fh, '>', $path) or die "$path: $!";
+	print $fh $text;
+	close $fh or die "$path: $!";
+	chmod $mode, $path or die "$path: $!" if defined $mode;
+	return $path;
+}
+
+# One test, WHAT: CODE dies with a CLASS error of ERRNO; returns the error
+# (a failure names the line of the test that called this).
+sub refused ($code, $class, $errno, $what) {
+	local $Test::Builder::Level = $Test::Builder::Level + 1;
+	eval { $code->(); 1 } and return Test::More::fail("$what: not refused");
+	my $e = $@;
+	Test::More::ok(ref $e && $e->isa($class) && $e->errno == $errno, $what)
+		or Test::More::diag(ref $e ? ref($e) . ': ' . $e->message : $e);
+	return $e;
 }
 
 # Run CODE in a forked child (process-wide state: securebits, a context
