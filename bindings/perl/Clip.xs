@@ -267,6 +267,32 @@ fd_of(pTHX_ SV *file, int flags, int *owned, const char *what)
 	return fd;
 }
 
+/*
+ * A file argument: the descriptor fd_of() gives, and whether it is ours
+ * (a path this file opened) for file_done() to close.
+ */
+struct file_arg {
+	int fd;
+	int owned;
+};
+
+static struct file_arg
+file_arg(pTHX_ SV *file, int flags, const char *what)
+{
+	struct file_arg f;
+
+	f.fd = fd_of(aTHX_ file, flags, &f.owned, what);
+	return f;
+}
+
+static void
+file_done(struct file_arg *f)
+{
+	if (f->owned)
+		close(f->fd);
+	f->owned = 0;
+}
+
 /* A string argument without NUL bytes (the library takes C strings), or NULL for undef. */
 static const char *
 cstr(pTHX_ SV *sv, const char *what)
@@ -280,6 +306,31 @@ cstr(pTHX_ SV *sv, const char *what)
 	if (has_nul(s, len))
 		throw_error(aTHX_ - EINVAL, NULL, what);
 	return s;
+}
+
+/*
+ * The text of a parser's argument (undef is ""), refused with @what when it
+ * holds a NUL byte.
+ */
+static const char *
+text_arg(pTHX_ SV *sv, const char *what)
+{
+	STRLEN len;
+	const char *s = SvPV(sv, len);
+
+	if (has_nul(s, len))
+		throw_error(aTHX_ - EINVAL, NULL, what);
+	return s;
+}
+
+/* A string the library allocated, as a new SV; frees it. */
+static SV *
+take_text(pTHX_ char *text)
+{
+	SV *sv = newSVpv(text, 0);
+
+	free(text);
+	return sv;
 }
 
 /*
@@ -307,13 +358,10 @@ level_arg(pTHX_ SV *sv)
 	struct clip_error *e = NULL;
 	struct clip_level *l = NULL;
 	const char *s;
-	STRLEN len;
 
 	if (sv_isobject(sv) && sv_derived_from(sv, "Clip::Level"))
 		return clip_level_ref(INT2PTR(struct clip_level *, SvIV(SvRV(sv))));
-	s = SvPV(sv, len);
-	if (has_nul(s, len))
-		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse (a NUL byte in the text)");
+	s = text_arg(aTHX_ sv, "clip_level_parse (a NUL byte in the text)");
 	check(aTHX_ clip_level_parse(&l, s, &e), &e, "clip_level_parse");
 	return l;
 }
@@ -330,14 +378,14 @@ collect_record(const char *record, void *userdata)
 }
 
 /* A directory argument of the audit functions: undef = the state directory (-1). */
-static int
-dirfd_of(pTHX_ SV *dir, int *owned, const char *what)
+static struct file_arg
+dir_arg(pTHX_ SV *dir, const char *what)
 {
-	if (!SvOK(dir)) {
-		*owned = 0;
-		return -1;
-	}
-	return fd_of(aTHX_ dir, O_RDONLY | O_DIRECTORY, owned, what);
+	struct file_arg d = { -1, 0 };
+
+	if (SvOK(dir))
+		d = file_arg(aTHX_ dir, O_RDONLY | O_DIRECTORY, what);
+	return d;
 }
 
 MODULE = Clip		PACKAGE = Clip		PREFIX = clip_
@@ -459,11 +507,10 @@ label_set(ctx, file, level, flags = 0)
 	unsigned flags
     CODE:
 	struct clip_error *e = NULL;
-	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_set");
-	int r = clip_label_set(ctx, fd, level, flags, &e);
+	struct file_arg f = file_arg(aTHX_ file, O_RDONLY | O_NONBLOCK, "clip_label_set");
+	int r = clip_label_set(ctx, f.fd, level, flags, &e);
 
-	if (owned)
-		close(fd);
+	file_done(&f);
 	check(aTHX_ r, &e, "clip_label_set");
 
 Clip::Level
@@ -473,11 +520,10 @@ label_get(ctx, file, flags = 0)
 	unsigned flags
     CODE:
 	struct clip_error *e = NULL;
-	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_get");
-	int r = clip_label_get(ctx, fd, flags, &RETVAL, &e);
+	struct file_arg f = file_arg(aTHX_ file, O_RDONLY | O_NONBLOCK, "clip_label_get");
+	int r = clip_label_get(ctx, f.fd, flags, &RETVAL, &e);
 
-	if (owned)
-		close(fd);
+	file_done(&f);
 	check(aTHX_ r, &e, "clip_label_get");
     OUTPUT:
 	RETVAL
@@ -487,28 +533,17 @@ label_verify(ctx, file, flags = 0)
 	Clip::Context ctx
 	SV *file
 	unsigned flags
+    ALIAS:
+	label_remove = 1
     CODE:
+	const char *what = ix ? "clip_label_remove" : "clip_label_verify";
 	struct clip_error *e = NULL;
-	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_verify");
-	int r = clip_label_verify(ctx, fd, flags, &e);
+	struct file_arg f = file_arg(aTHX_ file, O_RDONLY | O_NONBLOCK, what);
+	int r = ix ? clip_label_remove(ctx, f.fd, flags, &e) :
+		     clip_label_verify(ctx, f.fd, flags, &e);
 
-	if (owned)
-		close(fd);
-	check(aTHX_ r, &e, "clip_label_verify");
-
-void
-label_remove(ctx, file, flags = 0)
-	Clip::Context ctx
-	SV *file
-	unsigned flags
-    CODE:
-	struct clip_error *e = NULL;
-	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_label_remove");
-	int r = clip_label_remove(ctx, fd, flags, &e);
-
-	if (owned)
-		close(fd);
-	check(aTHX_ r, &e, "clip_label_remove");
+	file_done(&f);
+	check(aTHX_ r, &e, what);
 
 int
 exec_check_support(ctx)
@@ -524,11 +559,10 @@ exec_check(ctx, file)
 	SV *file
     CODE:
 	struct clip_error *e = NULL;
-	int owned, fd = fd_of(aTHX_ file, O_PATH, &owned, "clip_exec_check_fd");
-	int r = clip_exec_check_fd(ctx, fd, &e);
+	struct file_arg f = file_arg(aTHX_ file, O_PATH, "clip_exec_check_fd");
+	int r = clip_exec_check_fd(ctx, f.fd, &e);
 
-	if (owned)
-		close(fd);
+	file_done(&f);
 	check(aTHX_ r, &e, "clip_exec_check_fd");
 
 unsigned
@@ -554,34 +588,22 @@ may_run_file(ctx, file, name = &PL_sv_undef, flags = 0)
 	SV *file
 	SV *name
 	unsigned flags
+    ALIAS:
+	may_run_interactive = 1
     CODE:
+	/* may_run_interactive: the file is undef for code given on a command line. */
+	const char *fn = ix ? "clip_exec_may_run_interactive" : "clip_exec_may_run_file";
 	struct clip_error *e = NULL;
-	const char *n = cstr(aTHX_ name, "clip_exec_may_run_file");
-	int owned, fd = fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned, "clip_exec_may_run_file");
-	int r = clip_exec_may_run_file(ctx, fd, n, flags, &e);
+	const char *n = cstr(aTHX_ name, fn);
+	struct file_arg f = { -1, 0 };
+	int r;
 
-	if (owned)
-		close(fd);
-	RETVAL = check(aTHX_ r, &e, "clip_exec_may_run_file");
-    OUTPUT:
-	RETVAL
-
-int
-may_run_interactive(ctx, file, what = &PL_sv_undef, flags = 0)
-	Clip::Context ctx
-	SV *file
-	SV *what
-	unsigned flags
-    CODE:
-	struct clip_error *e = NULL;
-	const char *w = cstr(aTHX_ what, "clip_exec_may_run_interactive");
-	int owned = 0, fd = SvOK(file) ? fd_of(aTHX_ file, O_RDONLY | O_NONBLOCK, &owned,
-					       "clip_exec_may_run_interactive") : -1;
-	int r = clip_exec_may_run_interactive(ctx, fd, w, flags, &e);
-
-	if (owned)
-		close(fd);
-	RETVAL = check(aTHX_ r, &e, "clip_exec_may_run_interactive");
+	if (!ix || SvOK(file))
+		f = file_arg(aTHX_ file, O_RDONLY | O_NONBLOCK, fn);
+	r = ix ? clip_exec_may_run_interactive(ctx, f.fd, n, flags, &e) :
+		 clip_exec_may_run_file(ctx, f.fd, n, flags, &e);
+	file_done(&f);
+	RETVAL = check(aTHX_ r, &e, fn);
     OUTPUT:
 	RETVAL
 
@@ -611,11 +633,10 @@ exec_read_all(ctx, file, max = 0)
 	struct clip_error *e = NULL;
 	char *buf = NULL;
 	size_t size = 0;
-	int owned, fd = fd_of(aTHX_ file, O_RDONLY, &owned, "clip_exec_read_all");
-	int r = clip_exec_read_all(ctx, fd, (size_t)max, &buf, &size, &e);
+	struct file_arg f = file_arg(aTHX_ file, O_RDONLY, "clip_exec_read_all");
+	int r = clip_exec_read_all(ctx, f.fd, (size_t)max, &buf, &size, &e);
 
-	if (owned)
-		close(fd);
+	file_done(&f);
 	check(aTHX_ r, &e, "clip_exec_read_all");
 	RETVAL = newSVpvn(buf, size);
 	free(buf);
@@ -623,53 +644,36 @@ exec_read_all(ctx, file, max = 0)
 	RETVAL
 
 void
-_audit_check(ctx, dir, name, want_records)
-	Clip::Context ctx
-	SV *dir
-	SV *name
-	int want_records
-    PPCODE:
-	struct clip_error *e = NULL;
-	const char *n = cstr(aTHX_ name, "clip_audit_check");
-	uint64_t count = 0;
-	unsigned warnings = 0;
-	AV *records = newAV();
-	int owned, dfd, r;
-
-	sv_2mortal((SV *)records);
-	dfd = dirfd_of(aTHX_ dir, &owned, "clip_audit_check");
-	r = clip_audit_check(ctx, dfd, n, want_records ? collect_record : NULL, records, &count,
-			     &warnings, &e);
-	if (owned)
-		close(dfd);
-	check(aTHX_ r, &e, "clip_audit_check");
-	EXTEND(SP, 3);
-	PUSHs(sv_2mortal(newSVuv((UV)count)));
-	PUSHs(sv_2mortal(newSVuv(warnings)));
-	PUSHs(sv_2mortal(newRV_inc((SV *)records)));
-
-void
 _audit_verify(ctx, dir, name, want_records)
 	Clip::Context ctx
 	SV *dir
 	SV *name
 	int want_records
+    ALIAS:
+	_audit_check = 1
     PPCODE:
+	/* (count, records), and _audit_check: (count, warnings, records). */
+	const char *fn = ix ? "clip_audit_check" : "clip_audit_verify";
 	struct clip_error *e = NULL;
-	const char *n = cstr(aTHX_ name, "clip_audit_verify");
+	const char *n = cstr(aTHX_ name, fn);
 	uint64_t count = 0;
+	unsigned warnings = 0;
 	AV *records = newAV();
-	int owned, dfd, r;
+	struct file_arg d;
+	int r;
 
 	sv_2mortal((SV *)records);
-	dfd = dirfd_of(aTHX_ dir, &owned, "clip_audit_verify");
-	r = clip_audit_verify(ctx, dfd, n, want_records ? collect_record : NULL, records, &count,
-			      &e);
-	if (owned)
-		close(dfd);
-	check(aTHX_ r, &e, "clip_audit_verify");
-	EXTEND(SP, 2);
+	d = dir_arg(aTHX_ dir, fn);
+	r = ix ? clip_audit_check(ctx, d.fd, n, want_records ? collect_record : NULL, records,
+				  &count, &warnings, &e) :
+		 clip_audit_verify(ctx, d.fd, n, want_records ? collect_record : NULL, records,
+				   &count, &e);
+	file_done(&d);
+	check(aTHX_ r, &e, fn);
+	EXTEND(SP, 3);
 	PUSHs(sv_2mortal(newSVuv((UV)count)));
+	if (ix)
+		PUSHs(sv_2mortal(newSVuv(warnings)));
 	PUSHs(sv_2mortal(newRV_inc((SV *)records)));
 
 MODULE = Clip		PACKAGE = Clip::Level
@@ -680,12 +684,9 @@ parse(class, text)
 	SV *text
     CODE:
 	struct clip_error *e = NULL;
-	STRLEN len;
-	const char *s = SvPV(text, len);
+	const char *s = text_arg(aTHX_ text, "clip_level_parse (a NUL byte in the text)");
 
 	(void)class;
-	if (has_nul(s, len))
-		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse (a NUL byte in the text)");
 	check(aTHX_ clip_level_parse(&RETVAL, s, &e), &e, "clip_level_parse");
     OUTPUT:
 	RETVAL
@@ -727,8 +728,7 @@ format(level, ...)
 	char *text = NULL;
 
 	check(aTHX_ clip_level_format(level, &text), NULL, "clip_level_format");
-	RETVAL = newSVpv(text, 0);
-	free(text);
+	RETVAL = take_text(aTHX_ text);
     OUTPUT:
 	RETVAL
 
@@ -870,12 +870,9 @@ parse(class, text)
 	SV *text
     CODE:
 	struct clip_error *e = NULL;
-	STRLEN len;
-	const char *s = SvPV(text, len);
+	const char *s = text_arg(aTHX_ text, "clip_range_parse (a NUL byte in the text)");
 
 	(void)class;
-	if (has_nul(s, len))
-		throw_error(aTHX_ - EINVAL, NULL, "clip_range_parse (a NUL byte in the text)");
 	check(aTHX_ clip_range_parse(&RETVAL, s, &e), &e, "clip_range_parse");
     OUTPUT:
 	RETVAL
@@ -904,8 +901,7 @@ format(range, ...)
 	char *text = NULL;
 
 	check(aTHX_ clip_range_format(range, &text), NULL, "clip_range_format");
-	RETVAL = newSVpv(text, 0);
-	free(text);
+	RETVAL = take_text(aTHX_ text);
     OUTPUT:
 	RETVAL
 
@@ -962,11 +958,8 @@ level(names, text)
 	SV *text
     CODE:
 	struct clip_error *e = NULL;
-	STRLEN len;
-	const char *s = SvPV(text, len);
+	const char *s = text_arg(aTHX_ text, "clip_level_parse_name (a NUL byte in the text)");
 
-	if (has_nul(s, len))
-		throw_error(aTHX_ - EINVAL, NULL, "clip_level_parse_name (a NUL byte in the text)");
 	check(aTHX_ clip_level_parse_name(&RETVAL, names, s, &e), &e, "clip_level_parse_name");
     OUTPUT:
 	RETVAL
@@ -979,8 +972,7 @@ name(names, level)
 	char *text = NULL;
 
 	check(aTHX_ clip_level_format_name(level, names, &text), NULL, "clip_level_format_name");
-	RETVAL = newSVpv(text, 0);
-	free(text);
+	RETVAL = take_text(aTHX_ text);
     OUTPUT:
 	RETVAL
 
@@ -1002,18 +994,18 @@ _send(class, socket, file, target, name, note)
 	const char *t = cstr(aTHX_ target, "clip_transfer_send (target)");
 	const char *n = cstr(aTHX_ name, "clip_transfer_send (name)");
 	const char *no = cstr(aTHX_ note, "clip_transfer_send (note)");
-	int sock = -1, owned, fd, r;
+	struct file_arg f;
+	int sock = -1, r;
 
 	(void)class;
-	fd = fd_of(aTHX_ file, O_RDONLY, &owned, "clip_transfer_send");
+	f = file_arg(aTHX_ file, O_RDONLY, "clip_transfer_send");
 	r = clip_transfer_connect(&sock, cstr(aTHX_ socket, "clip_transfer_connect"), &e);
 	if (r >= 0)
-		r = ix ? clip_transfer_new(&RETVAL, sock, fd, t, n, no, &e) :
-			 clip_transfer_send(&RETVAL, sock, fd, t, n, no, &e);
+		r = ix ? clip_transfer_new(&RETVAL, sock, f.fd, t, n, no, &e) :
+			 clip_transfer_send(&RETVAL, sock, f.fd, t, n, no, &e);
 	if (sock >= 0)
 		close(sock);
-	if (owned)
-		close(fd);
+	file_done(&f);
 	check(aTHX_ r, &e, "clip_transfer_send");
     OUTPUT:
 	RETVAL
@@ -1132,12 +1124,11 @@ _open(class, ctx, dir, name, flags)
     CODE:
 	struct clip_error *e = NULL;
 	const char *n = cstr(aTHX_ name, "clip_audit_open");
-	int owned, dfd = dirfd_of(aTHX_ dir, &owned, "clip_audit_open");
-	int r = clip_audit_open(&RETVAL, ctx, dfd, n, flags, &e);
+	struct file_arg d = dir_arg(aTHX_ dir, "clip_audit_open");
+	int r = clip_audit_open(&RETVAL, ctx, d.fd, n, flags, &e);
 
 	(void)class;
-	if (owned)
-		close(dfd);
+	file_done(&d);
 	check(aTHX_ r, &e, "clip_audit_open");
     OUTPUT:
 	RETVAL
