@@ -241,6 +241,13 @@ path_converter(PyObject *o, void *p)
 	return PyUnicode_FSConverter(o, &((struct path_arg *)p)->bytes);
 }
 
+/* path_converter for an argument that may be None, as omitted. */
+static int
+optional_path_converter(PyObject *o, void *p)
+{
+	return o == Py_None ? 1 : path_converter(o, p);
+}
+
 static const char *
 path_str(const struct path_arg *p)
 {
@@ -1128,8 +1135,9 @@ Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 	PyObject *log = NULL;
 	const char *provider = NULL;
 	int priority = -1, mode = -1;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O&zOii:Context", kwlist, path_converter,
-					 &state_dir, &provider, &log, &priority, &mode))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|$O&zOii:Context", kwlist,
+					 optional_path_converter, &state_dir, &provider, &log,
+					 &priority, &mode))
 		return -1;
 	int r = 0;
 	if (state_dir.bytes) {
@@ -2726,8 +2734,8 @@ Client_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", NULL };
 	struct path_arg path = { NULL };
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:TransferClient", kwlist, path_converter,
-					 &path))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:TransferClient", kwlist,
+					 optional_path_converter, &path))
 		return NULL;
 	int sock = -1;
 	struct clip_error *err = NULL;
@@ -3152,7 +3160,7 @@ Session_add_cage(SessionObject *self, PyObject *args, PyObject *kwds)
 	struct path_arg data_dir = { NULL };
 	int restart = CLIP_SESSION_RESTART_NO;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "sO|$OO&i:add_cage", kwlist, &name, &level,
-					 &profile, path_converter, &data_dir, &restart))
+					 &profile, optional_path_converter, &data_dir, &restart))
 		return NULL;
 	if (level_check(level, "level") < 0 || session_open(self) < 0 ||
 	    (profile != Py_None && !PyObject_TypeCheck(profile, &ProfileType) &&
@@ -3389,7 +3397,7 @@ Session_control(PyObject *cls, PyObject *args, PyObject *kwds)
 	struct path_arg state_dir = { NULL };
 	const char *session, *request;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!ss|O&:control", kwlist, &ContextType, &ctx,
-					 &session, &request, path_converter, &state_dir))
+					 &session, &request, optional_path_converter, &state_dir))
 		return NULL;
 	struct clip_session_status *st = NULL;
 	struct clip_error *err = NULL;
@@ -3516,7 +3524,8 @@ Agent_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
 	static char *kwlist[] = { "path", NULL };
 	struct path_arg path = { NULL };
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:Agent", kwlist, path_converter, &path))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O&:Agent", kwlist, optional_path_converter,
+					 &path))
 		return NULL;
 	struct clip_agent *agent = NULL;
 	struct clip_error *err = NULL;
@@ -3784,7 +3793,7 @@ Watch_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 	struct path_arg state_dir = { NULL };
 	const char *session;
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!s|O&:Watch", kwlist, &ContextType, &ctx,
-					 &session, path_converter, &state_dir))
+					 &session, optional_path_converter, &state_dir))
 		return NULL;
 	int fd = -1, r;
 	struct clip_error *err = NULL;

@@ -20,6 +20,12 @@ def test_defaults_and_settings(state_dir):
     assert ctx.cage_mode in (clip.CAGE_MODE_ROOT, clip.CAGE_MODE_ROOTLESS)
 
 
+def test_none_is_an_omitted_path(state_dir, monkeypatch):
+    # The stub says "_Path | None": None is the default, not a TypeError.
+    monkeypatch.setenv("CLIP_STATE_DIR", str(state_dir))
+    assert clip.Context(state_dir=None).state_dir == clip.Context().state_dir
+
+
 def test_refusals():
     with pytest.raises(clip.InvalidError):
         clip.Context(state_dir="relative/dir")

@@ -86,9 +86,14 @@ def test_request_polled_with_selectors(mediator):
         assert transfer.result().name == "polled.bin"
 
 
-def test_refusals(mediator, tmp_path):
+def test_refusals(mediator, tmp_path, monkeypatch):
     with pytest.raises(clip.NotFoundError):
         clip.TransferClient(tmp_path / "no.sock")
+    # None, as omitted: $CLIP_TRANSFER_SOCKET, here a socket that is not there.
+    monkeypatch.setenv("CLIP_TRANSFER_SOCKET", str(tmp_path / "none.sock"))
+    with pytest.raises(clip.NotFoundError) as e:
+        clip.TransferClient(None)
+    assert "none.sock" in e.value.strerror
     with clip.TransferClient(mediator / "run" / "low.sock") as client:
         with pytest.raises(clip.InvalidError):
             client.send(mediator / "doc.bin", "mid", "x" * 2000)
