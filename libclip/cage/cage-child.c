@@ -756,8 +756,8 @@ landlock_port(int ruleset, uint64_t access, uint16_t port)
  * of /dev (/dev/tty, /dev/pts) and beneath the profile's binds; from ABI
  * 6, abstract UNIX sockets and signals only within the domain.
  */
-static int
-landlock_ruleset(const struct clip_cage_profile *p, int abi, const char *test)
+int
+cage_landlock_ruleset(const struct clip_cage_profile *p, int abi, const char *test)
 {
 	const uint64_t read = LL_FS_READ_FILE | LL_FS_READ_DIR;
 	const uint64_t write = read | LL_FS_WRITE_FILE | LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE |
@@ -859,7 +859,7 @@ landlock_restrict(int ruleset, int abi)
 static int
 landlock_apply(const struct clip_cage_profile *p, int abi, const char *test)
 {
-	int ruleset = landlock_ruleset(p, abi, test), r;
+	int ruleset = cage_landlock_ruleset(p, abi, test), r;
 
 	if (ruleset < 0)
 		return -1;
@@ -1290,7 +1290,7 @@ cage_init_main(const struct cage_init_args *a)
 	 * anything, come last.
 	 */
 	if (landlock_early) {
-		CHECK(STEP_LANDLOCK, ruleset = landlock_ruleset(p, a->landlock_abi, test));
+		CHECK(STEP_LANDLOCK, ruleset = cage_landlock_ruleset(p, a->landlock_abi, test));
 		CHECK(STEP_LANDLOCK, landlock_restrict(ruleset, a->landlock_abi));
 	}
 	if (seccomp_early)

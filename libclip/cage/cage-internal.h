@@ -373,6 +373,10 @@ int cage_landlock_abi(void);
 /* The parts of @abi a ruleset uses, less those that @test (CLIP_TEST_DISABLE) switches off. */
 unsigned cage_landlock_features(int abi, const char *test);
 
+/* The Landlock ruleset of a cage of profile @p under @abi (cage-child.c), as an fd, or -1 with
+ * errno: built in the cage's mount namespace, by the init; tests/bench times it alone. */
+int cage_landlock_ruleset(const struct clip_cage_profile *p, int abi, const char *test);
+
 struct clone_args;
 long cage_clone3(struct clone_args *ca);
 
