@@ -134,15 +134,16 @@ step "A session of three levels, low (s0), high (s2) and side (s1:c5), from one 
 # runner, clipd --session, serves each cage's socket through a front.
 # Relative paths in the file resolve against its own directory: a copy in
 # $work keeps every document in $work. The only thing added by hand: this
-# build's clipctl and libclip, bound read-only into each cage in the build's
-# layout (RUNPATH $ORIGIN/../../libclip), since nothing is installed.
+# build's programs (clipctl, clip-python) and libclip, bound read-only into
+# each cage in the build's layout (RUNPATH $ORIGIN/../../libclip), since
+# nothing is installed.
 x=$work/session
 cp -r "$(dirname "$0")/sessions" "$x"
 chmod 711 "$work" "$x"
-bin_dir=$(cd "$build/programs/clipctl" && pwd -P)
+programs_dir=$(cd "$build/programs" && pwd -P)
 lib_dir=$(cd "$build/libclip" && pwd -P)
 for profile in "$x"/*.cage; do
-	binds="BindReadOnly=$bin_dir:/opt/clip/programs/clipctl $lib_dir:/opt/clip/libclip"
+	binds="BindReadOnly=$programs_dir:/opt/clip/programs $lib_dir:/opt/clip/libclip"
 	if grep -q '^\[Files\]$' "$profile"; then
 		sed -i "/^\[Files\]\$/a $binds" "$profile"
 	else
@@ -155,6 +156,9 @@ ctl session up --log "$work/runner.log" "$x/demo.session" 2>&1 | sed 's/^/  /'
 session_up=1
 printf '$ clipctl session status demo\n'
 ctl session status demo 2>&1 | sed 's/^/  /'
+# What a desktop's confidentiality bar shows: the session's feed.
+ctl watch demo >"$work/watch.log" 2>&1 &
+daemons+=($!)
 mkfifo "$work/agent-ready"
 "$build/programs/clip-confirm/clip-confirm" --socket "$state/sessions/demo/confirm.sock" --auto yes --ready-fd 3 3>"$work/agent-ready" >"$work/agent.log" &
 daemons+=($!)
@@ -188,6 +192,14 @@ ctl transfer open "$state/sessions/demo/inbox/low/plans.txt" --for low 2>&1 | se
 send high plans.txt side refused   # s2 and s1:c5: neither dominates
 printf '$ clipctl session exec demo low -- ls /run/clip   # its own socket, not the agent'"'"'s or another cage'"'"'s\n'
 in_cage low ls /run/clip
+if [ -x "$build/programs/clip-python/clip-python" ]; then
+	printf '$ clipctl session exec demo low -- clip-python /data/report.py   # /data is never executable (W^X)\n'
+	in_cage low sh -c 'echo "print(42)" >/data/report.py'
+	in_cage low /opt/clip/programs/clip-python/clip-python /data/report.py || echo "  -> refused, and reported to the core"
+fi
+sleep 0.3
+printf '$ clipctl watch demo   # what the user was shown meanwhile\n'
+sed 's/^/  /' "$work/watch.log"
 run --state-dir "$state" audit verify || true
 kill "${daemons[@]}" 2>/dev/null || true
 wait "${daemons[@]}" 2>/dev/null || true
