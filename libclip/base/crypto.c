@@ -9,7 +9,12 @@
 CRYPTO_FUNCTIONS(CRYPTO_DL_DEFINE)
 #undef CRYPTO_DL_DEFINE
 
-static const struct dl_symbol symbols[] = { CRYPTO_FUNCTIONS(DL_ENTRY) };
+int (*sym_SHA256_Init)(SHA256_CTX *c);
+int (*sym_SHA256_Update)(SHA256_CTX *c, const void *data, size_t len);
+int (*sym_SHA256_Final)(unsigned char *md, SHA256_CTX *c);
+
+static const struct dl_symbol symbols[] = { CRYPTO_FUNCTIONS(DL_ENTRY) DL_ENTRY(SHA256_Final)
+						    DL_ENTRY(SHA256_Init) DL_ENTRY(SHA256_Update) };
 static const struct dl_library libraries[] = { { "libcrypto.so.3", symbols, ELEMENTSOF(symbols) } };
 static struct dl_set libcrypto = DL_SET("libcrypto (OpenSSL 3)", libraries);
 

@@ -28,5 +28,13 @@ enum key_purpose {
 int ctx_get_key(struct clip_ctx *ctx, enum key_purpose purpose, bool create, const uint8_t **ret,
 		struct clip_error **reterr);
 
+/*
+ * HMAC-SHA256 of @n bytes at @data under the context's key for @purpose
+ * (loaded as ctx_get_key() does), from the key's pad states cached in the
+ * keyring: what every MAC made again and again with one key uses.
+ */
+int ctx_mac(struct clip_ctx *ctx, enum key_purpose purpose, bool create, const void *data, size_t n,
+	    uint8_t out[32], struct clip_error **reterr);
+
 /* HMAC-SHA256 of @n bytes at @data under a 32-byte key. */
 int mac_sha256(const uint8_t key[CLIP_KEY_SIZE], const void *data, size_t n, uint8_t out[32]);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/crypto.h"
 #include "base/ctx-internal.h"
 #include "key.h"
 
@@ -31,10 +32,16 @@ extern const struct key_provider key_provider_file;
 /* The key sealed to the TPM's PCRs (key-tpm.c, doc/tpm.md). */
 extern const struct key_provider key_provider_tpm;
 
+/* HMAC-SHA256's hash states after a key's inner and outer pad blocks (keyring.c). */
+struct mac_key {
+	SHA256_CTX inner, outer;
+};
+
 /* The keys of a context, in its secret page (base/util.h: secret_page_new()). */
 struct keyring {
 	uint8_t master[CLIP_KEY_SIZE];
 	uint8_t derived[_KEY_PURPOSE_MAX][CLIP_KEY_SIZE];
+	struct mac_key mac[_KEY_PURPOSE_MAX]; /* of derived[], set with it */
 	bool loaded;
 	bool derived_ok[_KEY_PURPOSE_MAX];
 };

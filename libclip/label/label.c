@@ -108,6 +108,18 @@ label_value_parse(const char *untrusted_value, size_t size, struct clip_level **
 	return 0;
 }
 
+/* Only regular files and directories carry labels. */
+static int
+file_check_type(int fd, struct stat *st, struct clip_error **reterr)
+{
+	if (fstat(fd, st) < 0)
+		return error_set_errno(reterr, -errno, "cannot stat file descriptor %d", fd);
+	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+		return error_set(reterr, -EMEDIUMTYPE,
+				 "only regular files and directories carry labels");
+	return 0;
+}
+
 static int
 file_check(int fd, struct stat *st, struct clip_error **reterr)
 {
@@ -121,12 +133,7 @@ file_check(int fd, struct stat *st, struct clip_error **reterr)
 				 "file descriptor %d is an O_PATH descriptor: open the file "
 				 "for reading to label it",
 				 fd);
-	if (fstat(fd, st) < 0)
-		return error_set_errno(reterr, -errno, "cannot stat file descriptor %d", fd);
-	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
-		return error_set(reterr, -EMEDIUMTYPE,
-				 "only regular files and directories carry labels");
-	return 0;
+	return file_check_type(fd, st, reterr);
 }
 
 static int
@@ -157,13 +164,7 @@ label_mac(struct clip_ctx *ctx, const struct file_identity *id, unsigned flags,
 {
 	uint8_t data[LABEL_VALUE_MAX + 128];
 	struct buf b = { .data = data, .max = sizeof(data) };
-	const uint8_t *key;
 	size_t len = strlen(level_text);
-	int r;
-
-	r = ctx_get_key(ctx, KEY_PURPOSE_LABEL, create, &key, reterr);
-	if (r < 0)
-		return r;
 
 	/* Fixed-width fields, then the only variable one, length-prefixed. */
 	buf_put(&b, LABEL_DOMAIN, sizeof(LABEL_DOMAIN));
@@ -178,7 +179,7 @@ label_mac(struct clip_ctx *ctx, const struct file_identity *id, unsigned flags,
 	buf_put(&b, level_text, len);
 	if (b.overflow)
 		return -E2BIG;
-	return mac_sha256(key, b.data, b.size, mac);
+	return ctx_mac(ctx, KEY_PURPOSE_LABEL, create, b.data, b.size, mac, reterr);
 }
 
 static int
@@ -230,20 +231,26 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 	  struct clip_error **reterr)
 {
 	_cleanup_(clip_level_unrefp) struct clip_level *level = NULL;
-	_cleanup_free_ char *text = NULL;
-	char untrusted_value[LABEL_VALUE_MAX];
+	char untrusted_value[LABEL_VALUE_MAX], text[LABEL_VALUE_MAX];
 	uint8_t untrusted_mac[LABEL_MAC_SIZE], mac[LABEL_MAC_SIZE];
 	struct file_identity id;
 	struct stat st;
+	size_t level_len;
 	ssize_t n;
-	int r;
+	int r, k;
 
-	r = file_check(fd, &st, reterr);
-	if (r < 0)
-		return r;
+	/*
+	 * The value first, and the descriptor's checks after: the kernel refuses
+	 * the attributes of an O_PATH descriptor (EBADF), so fd_is_opath() runs
+	 * only to say why a read failed, one system call less per verification
+	 * (issue 19). The type is checked either way.
+	 */
 	n = fgetxattr(fd, xattr_name(flags), untrusted_value, sizeof(untrusted_value));
 	if (n < 0) {
 		r = -errno;
+		k = file_check(fd, &st, reterr);
+		if (k < 0)
+			return k;
 		if (r == -ENODATA)
 			return error_set(reterr, -ENODATA, "no label (%s)", xattr_name(flags));
 		if (r == -ERANGE)
@@ -254,15 +261,19 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 					 xattr_name(flags));
 		return error_set_errno(reterr, r, "cannot read %s", xattr_name(flags));
 	}
+	r = file_check_type(fd, &st, reterr);
+	if (r < 0)
+		return r;
 	r = label_value_parse(untrusted_value, (size_t)n, &level, untrusted_mac, reterr);
 	if (r < 0)
 		return r;
 	r = file_identity(fd, &st, &id, reterr);
 	if (r < 0)
 		return r;
-	r = clip_level_format(level, &text);
-	if (r < 0)
-		return r;
+	/* The level's text as stored: label_value_parse() checked it is the canonical one. */
+	level_len = (size_t)n - strlen(LABEL_VERSION_PREFIX) - 2 * LABEL_MAC_SIZE - 1;
+	memcpy(text, untrusted_value + strlen(LABEL_VERSION_PREFIX), level_len);
+	text[level_len] = '\0';
 	r = label_mac(ctx, &id, flags, text, false, mac, reterr);
 	if (r < 0)
 		return r;

@@ -376,10 +376,16 @@ level_format_buf(const struct clip_level *l, char buf[LEVEL_FORMAT_MAX])
 	*p++ = 's';
 	p = put_number(p, l->sensitivity);
 	for (unsigned c = 0; c <= CLIP_LEVEL_CATEGORY_MAX; c++) {
-		unsigned end = c;
+		uint64_t rest = l->cats[c / 64] >> (c % 64);
+		unsigned end;
 
-		if (!cat_test(l, c))
+		/* Straight to the next category set: a label is verified by formatting its level. */
+		if (!rest) {
+			c |= 63;
 			continue;
+		}
+		c += (unsigned)__builtin_ctzll(rest);
+		end = c;
 		while (end < CLIP_LEVEL_CATEGORY_MAX && cat_test(l, end + 1))
 			end++;
 		*p++ = first ? ':' : ',';

@@ -115,13 +115,7 @@ static int
 audit_mac(struct clip_ctx *ctx, bool create, const char *text, size_t n, uint8_t mac[32],
 	  struct clip_error **reterr)
 {
-	const uint8_t *key;
-	int r;
-
-	r = ctx_get_key(ctx, KEY_PURPOSE_AUDIT, create, &key, reterr);
-	if (r < 0)
-		return r;
-	return mac_sha256(key, text, n, mac);
+	return ctx_mac(ctx, KEY_PURPOSE_AUDIT, create, text, n, mac, reterr);
 }
 
 /* Check one record line against what it must follow. */

@@ -71,16 +71,12 @@ target_key(struct clip_ctx *ctx, const char *target, bool create, uint8_t out[CL
 	   struct clip_error **reterr)
 {
 	char info[128];
-	const uint8_t *key;
-	int n, r;
+	int n;
 
-	r = ctx_get_key(ctx, KEY_PURPOSE_ENVELOPE, create, &key, reterr);
-	if (r < 0)
-		return r;
 	n = snprintf(info, sizeof(info), "libclip envelope v1 target: %s", target);
 	if (n < 0 || (size_t)n >= sizeof(info))
 		return -EINVAL;
-	return mac_sha256(key, info, (size_t)n, out);
+	return ctx_mac(ctx, KEY_PURPOSE_ENVELOPE, create, info, (size_t)n, out, reterr);
 }
 
 int

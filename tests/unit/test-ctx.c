@@ -13,6 +13,7 @@
 #include "base/ctx-internal.h"
 #include "config.h"
 #include "base/error.h"
+#include "base/util.h"
 #include "keys/key.h"
 #include "helpers.h"
 
@@ -201,6 +202,54 @@ Test(ctx, the_state_directory_changing_wipes_the_keys)
 	cr_assert_neq(memcmp(key, zero, sizeof(zero)), 0);
 	cr_assert_eq(clip_ctx_set_state_dir(ctx, "/nonexistent/other"), 0);
 	cr_assert_eq(memcmp(key, zero, sizeof(zero)), 0, "the old key is still in memory");
+	clip_ctx_unref(ctx);
+}
+
+/* RFC 4231 test cases 1 and 2 (their keys padded with zeros to 32 bytes, which HMAC does anyway). */
+Test(ctx, mac_is_hmac_sha256_of_rfc_4231)
+{
+	static const struct {
+		const char *key, *data, *mac;
+	} cases[] = {
+		{ "\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b\x0b"
+		  "\x0b",
+		  "Hi There", "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7" },
+		{ "Jefe", "what do ya want for nothing?",
+		  "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		uint8_t key[CLIP_KEY_SIZE] = { 0 }, mac[32];
+		char hex[65];
+
+		memcpy(key, cases[i].key, strlen(cases[i].key));
+		cr_assert_eq(mac_sha256(key, cases[i].data, strlen(cases[i].data), mac), 0);
+		hex_encode(mac, sizeof(mac), hex);
+		cr_assert_str_eq(hex, cases[i].mac, "case %zu", i + 1);
+	}
+}
+
+/* The MAC from the keyring's cached pad states is the MAC under the key, every time. */
+Test(ctx, ctx_mac_is_the_mac_under_the_purposes_key)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL;
+	static const char data[] = "a message longer than one SHA-256 block, so that the cached "
+				   "states are seen to carry over a block boundary correctly";
+	uint8_t want[32], got[32], other[32];
+	struct clip_ctx *ctx;
+	const uint8_t *key;
+
+	cr_assert_gt(asprintf(&state, "%s/state", dir), 0);
+	ctx = test_ctx(state);
+	cr_assert_eq(ctx_get_key(ctx, KEY_PURPOSE_AUDIT, true, &key, NULL), 0);
+	cr_assert_eq(mac_sha256(key, data, sizeof(data), want), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(ctx_mac(ctx, KEY_PURPOSE_AUDIT, false, data, sizeof(data), got, NULL),
+			     0);
+		cr_assert_eq(memcmp(got, want, sizeof(got)), 0, "MAC %d differs", i);
+	}
+	cr_assert_eq(ctx_mac(ctx, KEY_PURPOSE_LABEL, false, data, sizeof(data), other, NULL), 0);
+	cr_assert_neq(memcmp(other, want, sizeof(other)), 0, "two purposes share a MAC key");
 	clip_ctx_unref(ctx);
 }
 
