@@ -43,20 +43,6 @@
 
 static int rounds = 15, iterations = 20;
 
-static double
-cpu_seconds(void)
-{
-	struct rusage self, children;
-
-	getrusage(RUSAGE_SELF, &self);
-	getrusage(RUSAGE_CHILDREN, &children);
-	return (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec + children.ru_utime.tv_sec +
-			children.ru_stime.tv_sec) +
-	       (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec + children.ru_utime.tv_usec +
-			children.ru_stime.tv_usec) /
-		       1e6;
-}
-
 /* One start-to-exit of /bin/true; its missing flags in *@missing. */
 static int
 cage_true(struct clip_ctx *ctx, struct clip_cage_profile *p, int *missing)

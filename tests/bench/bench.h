@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* The timing helpers every benchmark shares: a clock, and medians. */
+/*
+ * The timing helpers every benchmark shares: a clock, CPU time, medians,
+ * paired ratios with their spread, the load average, and the "goal" lines
+ * tools/bench-report reads. Every benchmark measures libclip and its peer
+ * in alternation, round by round (the order swapped every round), so that
+ * a shared machine's load falls on both alike.
+ */
 #pragma once
 
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* Seconds on the monotonic clock. */
@@ -32,6 +39,68 @@ median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(double), cmp_double);
 	return v[n / 2];
+}
+
+/*
+ * CPU seconds, user and system, of this process and of its children waited
+ * for: a subject's whole process tree when taken before and after it.
+ */
+static inline double
+cpu_seconds(void)
+{
+	struct rusage self, kids;
+
+	getrusage(RUSAGE_SELF, &self);
+	getrusage(RUSAGE_CHILDREN, &kids);
+	return (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec + kids.ru_utime.tv_sec +
+			kids.ru_stime.tv_sec) +
+	       (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec + kids.ru_utime.tv_usec +
+			kids.ru_stime.tv_usec) /
+		       1e6;
+}
+
+/* The 1-minute load average, or -1. */
+static inline double
+load_now(void)
+{
+	double l = -1;
+	FILE *f = fopen("/proc/loadavg", "re");
+
+	if (f) {
+		if (fscanf(f, "%lf", &l) != 1)
+			l = -1;
+		fclose(f);
+	}
+	return l;
+}
+
+/* The median, lowest and highest of @n values (sorts a copy). */
+struct spread {
+	double median, min, max;
+};
+
+static inline struct spread
+spread_of(const double *v, int n)
+{
+	double c[256];
+	int k = n < 256 ? n : 256;
+
+	for (int i = 0; i < k; i++)
+		c[i] = v[i];
+	qsort(c, (size_t)k, sizeof(double), cmp_double);
+	return (struct spread){ c[k / 2], c[0], c[k - 1] };
+}
+
+/*
+ * A line for tools/bench-report: "goal NAME VALUE OP TARGET met|not-met",
+ * OP "<=" or ">=". The report makes it a row of its goals table.
+ */
+static inline void
+goal_line(const char *name, double value, const char *op, double target)
+{
+	bool met = op[0] == '<' ? value <= target : value >= target;
+
+	printf("goal %s %.4g %s %.4g %s\n", name, value, op, target, met ? "met" : "not-met");
 }
 
 /* One measured operation: @fn(@data), which returns < 0 on failure. */
@@ -70,6 +139,60 @@ bench_rate(const struct bench *b, int runs, long duration_ms)
 		rates[r] = (double)n / (t - start);
 	}
 	return median(rates, runs < 64 ? runs : 64);
+}
+
+/* One run of @b for @duration_ms: operations per second, and CPU seconds per operation. */
+static inline double
+bench_rate_once(const struct bench *b, long duration_ms, double *cpu_per_op)
+{
+	double start = now(), cpu = cpu_seconds(), end = start + (double)duration_ms / 1000.0, t;
+	long n = 0;
+
+	do {
+		for (int i = 0; i < 64; i++)
+			if (b->fn(b->data) < 0 && !b->may_fail) {
+				fprintf(stderr, "bench: %s failed\n", b->name);
+				exit(1);
+			}
+		n += 64;
+		t = now();
+	} while (t < end);
+	if (cpu_per_op)
+		*cpu_per_op = (cpu_seconds() - cpu) / (double)n;
+	return (double)n / (t - start);
+}
+
+/* @ours beside @peer, measured round by round in alternation. */
+struct pair {
+	struct spread ours, peer; /* operations per second */
+	struct spread ratio; /* peer's rate / ours, in the same round */
+	double ours_cpu, peer_cpu; /* median CPU microseconds per operation */
+};
+
+static inline struct pair
+bench_pair(const struct bench *ours, const struct bench *peer, int runs, long duration_ms)
+{
+	double a[64], b[64], ratio[64], ca[64], cb[64];
+	struct pair p;
+	int n = runs < 64 ? runs : 64;
+
+	for (int r = 0; r < n; r++) {
+		/* The order swaps every round: neither always runs on a warmer cache. */
+		if (r % 2 == 0) {
+			a[r] = bench_rate_once(ours, duration_ms, &ca[r]);
+			b[r] = bench_rate_once(peer, duration_ms, &cb[r]);
+		} else {
+			b[r] = bench_rate_once(peer, duration_ms, &cb[r]);
+			a[r] = bench_rate_once(ours, duration_ms, &ca[r]);
+		}
+		ratio[r] = b[r] / a[r];
+	}
+	p.ours = spread_of(a, n);
+	p.peer = spread_of(b, n);
+	p.ratio = spread_of(ratio, n);
+	p.ours_cpu = spread_of(ca, n).median * 1e6;
+	p.peer_cpu = spread_of(cb, n).median * 1e6;
+	return p;
 }
 
 /*
