@@ -12,8 +12,9 @@
  *       crun run of a minimal bundle (root only; in a private mount
  *       namespace with /sys/fs/cgroup/unified unmounted, and
  *       --cgroup-manager=disabled, since crun refuses hybrid hosts)
- *     each the median of several runs of several iterations, with its
- *     ratio to the floor;
+ *     each the median of several runs of several iterations, in turns with
+ *     the order rotated every run, with the paired ratio to the floor (its
+ *     spread) in wall time and in CPU time of the whole process tree;
  *   - the memory of an idle cage (its init's PSS and RSS);
  *   - the time to stop a cage of 100 processes (SIGTERM, and SIGKILL), the
  *     median of as many runs, seven at most.
@@ -64,8 +65,8 @@ struct subject {
 	double (*batch)(struct subject *s);
 	int (*fn)(void *);
 	void *data;
-	double per[64];
-	bool failed;
+	double per[64], cpu[64]; /* wall and CPU ms per start, per run */
+	bool failed, no_cpu; /* no_cpu: its processes are not our children (crun's helper) */
 };
 
 static double
@@ -74,15 +75,25 @@ batch_of(struct subject *s)
 	return batch(s->fn, s->data);
 }
 
+/*
+ * Every subject once per run, the order rotated by one every run so that
+ * none always follows the same one; the CPU time is that of the whole
+ * process tree (this process and its children waited for).
+ */
 static void
 measure_all(struct subject *s, size_t n)
 {
 	for (int r = 0; r < runs; r++)
-		for (size_t i = 0; i < n; i++)
-			if (!s[i].failed) {
-				s[i].per[r] = s[i].batch(&s[i]);
-				s[i].failed = s[i].per[r] < 0;
-			}
+		for (size_t k = 0; k < n; k++) {
+			size_t i = (k + (size_t)r) % n;
+			double cpu = cpu_seconds();
+
+			if (s[i].failed)
+				continue;
+			s[i].per[r] = s[i].batch(&s[i]);
+			s[i].cpu[r] = (cpu_seconds() - cpu) * 1000.0 / iterations;
+			s[i].failed = s[i].per[r] < 0;
+		}
 }
 
 static int
@@ -295,19 +306,19 @@ row(const char *name, double ms, double floor, double paired)
 }
 
 /*
- * The median, over the runs, of @s's time divided by the floor's in the
- * same run: the two were measured one right after the other, so a machine
+ * The ratios of @s's times to the floor's in the same run (@cpu: CPU
+ * times): the two were measured one right after the other, so a machine
  * that slows down or speeds up between runs (a shared virtual machine)
  * moves both alike.
  */
-static double
-paired_ratio(const struct subject *s, const struct subject *floor)
+static struct spread
+paired_ratio(const struct subject *s, const struct subject *floor, bool cpu)
 {
 	double r[64];
 
 	for (int i = 0; i < runs; i++)
-		r[i] = s->per[i] / floor->per[i];
-	return median(r, runs);
+		r[i] = cpu ? s->cpu[i] / floor->cpu[i] : s->per[i] / floor->per[i];
+	return spread_of(r, runs);
 }
 
 /* The idle cage's init: PSS and RSS in KiB. */
@@ -428,7 +439,7 @@ main(int argc, char **argv)
 	};
 	char dir[] = "/tmp/clip-bench-XXXXXX", cmd[64];
 	struct cage_data d = { 0 }, nolimits = { 0 };
-	double floor;
+	double wall_ratio = -1, cpu_ratio = -1;
 	bool failed;
 	int opt;
 
@@ -449,10 +460,9 @@ main(int argc, char **argv)
 	if (!mkdtemp(dir))
 		return 1;
 
-	printf("# start-to-exit of /bin/true: median of %d runs of %d, in turns; ms, ratio of the\n"
-	       "# medians to unshare's, and median of the ratios to unshare's time in the same "
-	       "run\n",
-	       runs, iterations);
+	printf("start to exit of /bin/true: medians of %d runs of %d starts, the subjects in "
+	       "turns, the order rotated every run; load average %.2f before\n\n",
+	       runs, iterations, load_now());
 	{
 		struct crun cr = { .cmd = -1 };
 		struct subject s[] = {
@@ -482,27 +492,51 @@ main(int argc, char **argv)
 		};
 		size_t n = sizeof(s) / sizeof(s[0]);
 
-		double paired[sizeof(s) / sizeof(s[0])];
-
 		s[4].failed = access(bwrap_argv[0], X_OK) < 0;
 		s[5].failed = crun_start(&cr, "/usr/bin/crun", dir) < 0;
+		s[5].no_cpu = true;
 		measure_all(s, n);
 		if (cr.cmd >= 0)
 			crun_stop(&cr);
-		/* Before median() sorts the times of each. */
-		for (size_t i = 0; i < n; i++)
-			paired[i] = s[0].failed || s[i].failed ? -1 : paired_ratio(&s[i], &s[0]);
-		floor = s[0].failed ? -1 : median(s[0].per, runs);
-		for (size_t i = 0; i < n; i++)
-			row(s[i].name, s[i].failed ? -1 : median(s[i].per, runs), floor, paired[i]);
+		printf("| %-52s | %8s | %-19s | %8s | %-19s |\n", "start to exit of /bin/true",
+		       "wall ms", "wall / unshare", "CPU ms", "CPU / unshare");
+		printf("|%.54s|%.10s|%.21s|%.10s|%.21s|\n",
+		       "------------------------------------------------------", "----------",
+		       "---------------------", "----------", "---------------------");
+		for (size_t i = 0; i < n; i++) {
+			char wc[48], cc[48], cms[24];
+			struct spread w, c;
+
+			if (s[i].failed || s[0].failed) {
+				printf("| %-52s | %8s | %-19s | %8s | %-19s |\n", s[i].name, "n/a",
+				       "", "n/a", "");
+				continue;
+			}
+			w = paired_ratio(&s[i], &s[0], false);
+			c = paired_ratio(&s[i], &s[0], true);
+			if (i == 1) {
+				wall_ratio = w.median;
+				cpu_ratio = c.median;
+			}
+			snprintf(wc, sizeof(wc), "%.2f (%.2f-%.2f)", w.median, w.min, w.max);
+			snprintf(cc, sizeof(cc), "%.2f (%.2f-%.2f)", c.median, c.min, c.max);
+			snprintf(cms, sizeof(cms), "%.3f", spread_of(s[i].cpu, runs).median);
+			printf("| %-52s | %8.3f | %-19s | %8s | %-19s |\n", s[i].name,
+			       spread_of(s[i].per, runs).median, wc, s[i].no_cpu ? "n/a" : cms,
+			       s[i].no_cpu ? "" : cc);
+		}
+		printf("\nratios: median of the ratios to unshare's time in the same run "
+		       "(lowest-highest)\n");
 		failed = s[1].failed;
 	}
 	if (failed) {
 		fprintf(stderr, "bench-cage: the cage failed\n");
 	} else {
-		printf("# memory\n");
+		goal_line("cage-cpu-vs-unshare", cpu_ratio, "<=", 1.15);
+		goal_line("cage-wall-vs-unshare", wall_ratio, "<=", 1.1);
+		printf("\nmemory\n");
 		idle_memory(&d);
-		printf("# stopping a cage of 100 processes, ms\n");
+		printf("stopping a cage of 100 processes, ms\n");
 		row("SIGTERM, grace 1000 ms (they obey)", stop_median(&d, 100, 1000), 0, 0);
 		row("SIGKILL at once", stop_median(&d, 100, 0), 0, 0);
 	}
