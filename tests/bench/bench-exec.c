@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The cost of W^X for interpreters, through the shared library as a user
- * links it. Medians of several timed runs, beside their baselines:
+ * links it. Medians of several timed rounds, each alternated with its
+ * baseline (the order swapped every round), paired ratios with their
+ * spread, and CPU time beside wall time:
  *   - one exec check (allowed, and refused) vs the raw execveat(2) with
  *     AT_EXECVE_CHECK it makes, and vs an open(2)+close(2) of the file;
  *   - start-up plus the import of 200 standard-library modules through
@@ -78,13 +80,16 @@ check_rows(const char *what, struct check_data *d)
 	struct bench ours = { "check", do_check, d, true };
 	struct bench raw = { "raw execveat", do_raw, d, true };
 	struct bench oc = { "open+close", do_open_close, d, true };
-	double a = bench_rate(&ours, runs, duration_ms), b = bench_rate(&raw, runs, duration_ms),
-	       c = bench_rate(&oc, runs, duration_ms);
+	/* Each baseline alternated with the check round by round (bench.h). */
+	struct pair p1 = bench_pair(&ours, &raw, runs, duration_ms);
+	struct pair p2 = bench_pair(&ours, &oc, runs, duration_ms);
 
-	printf("| %-32s | %10.0f | %8.2f | %-24s | %10.0f | %8.2f | %6.2f |\n", what, a, 1e6 / a,
-	       raw.name, b, 1e6 / b, b / a);
-	printf("| %-32s | %10.0f | %8.2f | %-24s | %10.0f | %8.2f | %6.2f |\n", "", a, 1e6 / a,
-	       oc.name, c, 1e6 / c, c / a);
+	printf("| %-32s | %10.0f | %8.2f | %-24s | %10.0f | %8.2f | %5.2f (%.2f-%.2f) |\n", what,
+	       p1.ours.median, p1.ours_cpu, raw.name, p1.peer.median, p1.peer_cpu, p1.ratio.median,
+	       p1.ratio.min, p1.ratio.max);
+	printf("| %-32s | %10.0f | %8.2f | %-24s | %10.0f | %8.2f | %5.2f (%.2f-%.2f) |\n", "",
+	       p2.ours.median, p2.ours_cpu, oc.name, p2.peer.median, p2.peer_cpu, p2.ratio.median,
+	       p2.ratio.min, p2.ratio.max);
 }
 
 /* One run of @argv, stdout and stderr to /dev/null: seconds, or -1. */
@@ -117,11 +122,15 @@ run_once(char *const argv[])
 	return now() - start;
 }
 
-/* Median wall time of @ours and @peer, interleaved run by run. */
+/*
+ * Median wall time of @ours and @peer, interleaved run by run (the order
+ * swapped every run), the paired ratio's spread, and the CPU time of each.
+ */
 static int
 interp_row(const char *what, char *const ours[], char *const peer[])
 {
-	double a[256], b[256], ma, mb;
+	double a[256], b[256], ca[256], cb[256], ratio[256];
+	struct spread r;
 
 	/* A warm-up each, so that both read the same cached pages. */
 	if (run_once(ours) < 0 || run_once(peer) < 0) {
@@ -129,15 +138,22 @@ interp_row(const char *what, char *const ours[], char *const peer[])
 		return -1;
 	}
 	for (int i = 0; i < interp_runs; i++) {
-		a[i] = run_once(ours);
-		b[i] = run_once(peer);
-		if (a[i] < 0 || b[i] < 0)
-			return -1;
+		for (int k = 0; k < 2; k++) {
+			bool mine = (k == 0) == (i % 2 == 0);
+			double cpu = cpu_seconds(), t = run_once(mine ? ours : peer);
+
+			if (t < 0)
+				return -1;
+			*(mine ? &a[i] : &b[i]) = t;
+			*(mine ? &ca[i] : &cb[i]) = cpu_seconds() - cpu;
+		}
+		ratio[i] = a[i] / b[i];
 	}
-	ma = median(a, interp_runs);
-	mb = median(b, interp_runs);
-	printf("| %-40s | %9.1f | %-16s | %9.1f | %6.3f |\n", what, ma * 1e3, peer[0], mb * 1e3,
-	       ma / mb);
+	r = spread_of(ratio, interp_runs);
+	printf("| %-40s | %9.1f | %8.1f | %-16s | %9.1f | %8.1f | %.3f (%.3f-%.3f) |\n", what,
+	       spread_of(a, interp_runs).median * 1e3, spread_of(ca, interp_runs).median * 1e3,
+	       peer[0], spread_of(b, interp_runs).median * 1e3,
+	       spread_of(cb, interp_runs).median * 1e3, r.median, r.min, r.max);
 	return 0;
 }
 
@@ -217,32 +233,33 @@ main(int argc, char **argv)
 	allowed = (struct check_data){ ctx, open(x, O_RDONLY | O_CLOEXEC), x };
 	refused = (struct check_data){ ctx, open(nox, O_RDONLY | O_CLOEXEC), nox };
 
-	printf("libclip %s, exec check %s; %d runs of %ld ms each, medians, one core; "
-	       "interpreters: %d interleaved runs, medians; the machine may be shared\n\n",
+	printf("libclip %s, exec check %s; %d rounds of %ld ms each, alternated, medians, one "
+	       "core; interpreters: %d interleaved runs, medians; load average %.2f before\n\n",
 	       clip_version(),
 	       clip_exec_check_support(ctx) == CLIP_EXEC_CHECK_NATIVE ? "native" : "DEGRADED", runs,
-	       duration_ms, interp_runs);
+	       duration_ms, interp_runs, load_now());
 
 	/* One core for the system-call figures, as they claim. */
 	CPU_ZERO(&one);
 	CPU_SET(0, &one);
 	if (sched_setaffinity(0, sizeof(one), &one) < 0)
 		perror("sched_setaffinity (continuing on any core)");
-	printf("| %-32s | %10s | %8s | %-24s | %10s | %8s | %6s |\n", "libclip", "ops/s", "us/op",
-	       "baseline", "ops/s", "us/op", "ratio");
+	printf("| %-32s | %10s | %8s | %-24s | %10s | %8s | %6s |\n", "libclip", "ops/s", "CPU µs",
+	       "baseline", "ops/s", "CPU µs", "ratio (spread)");
 	printf("|%.34s|%.12s|%.10s|%.26s|%.12s|%.10s|%.8s|\n", "----------------------------------",
 	       "------------", "----------", "--------------------------", "------------",
 	       "----------", "--------");
 	check_rows("clip_exec_check_fd, allowed", &allowed);
 	check_rows("clip_exec_check_fd, refused", &refused);
-	printf("\nratio = baseline ops/s / libclip ops/s\n\n");
+	printf("\nratio = baseline ops/s / libclip ops/s in the same round, alternated: median "
+	       "(lowest-highest); CPU µs per operation\n\n");
 
 	if (python || perl) {
-		printf("| %-40s | %9s | %-16s | %9s | %6s |\n", "interpreter run", "ms", "baseline",
-		       "ms", "ratio");
-		printf("|%.42s|%.11s|%.18s|%.11s|%.8s|\n",
-		       "------------------------------------------", "-----------",
-		       "------------------", "-----------", "--------");
+		printf("| %-40s | %9s | %8s | %-16s | %9s | %8s | %s |\n", "interpreter run",
+		       "wall ms", "CPU ms", "baseline", "wall ms", "CPU ms", "ratio (spread)");
+		printf("|%.42s|%.11s|%.10s|%.18s|%.11s|%.10s|%.18s|\n",
+		       "------------------------------------------", "-----------", "----------",
+		       "------------------", "-----------", "----------", "------------------");
 	}
 	if (python && stdlib) {
 		char *ours[] = { (char *)python, pyscript, (char *)stdlib, NULL };
@@ -270,7 +287,9 @@ main(int argc, char **argv)
 			r = 1;
 	}
 	if (python || perl)
-		printf("\nratio = clip-* time / baseline time (goal for Python: <= 1.05)\n");
+		printf("\nratio = clip-* wall time / baseline's in the same run (goal for Python: "
+		       "<= 1.05); load average %.2f after\n",
+		       load_now());
 
 	close(allowed.fd);
 	close(refused.fd);
