@@ -2,13 +2,22 @@
 /*
  * Mediated transfer, measured end to end through the shared library: a
  * mediator in a child process (policy "src dst allow", audit log on, label
- * on), a client in this one. Medians of several runs, beside a baseline:
- *   - one big document (1 GiB by default), fsync included, vs
- *     `openssl dgst -sha256 F && cp F DST && sync` in the same run: the
- *     mediator reads once (hash and copy in one pass), the baseline twice;
- *   - 4 KiB documents one after another: transfers per second and p50/p99
- *     latency, vs the floor of a durable atomic write of 4 KiB (O_TMPFILE,
- *     write, fsync, linkat, fsync of the directory).
+ * on), clients in this one. Medians of several rounds, libclip and its
+ * baselines alternated round by round (the order swapped every round),
+ * with the paired ratios' spread, the load average, and CPU time (the
+ * mediator's, read from /proc, plus this process's) beside wall time:
+ *   - one big document (1 GiB by default), fsync included, vs two peers:
+ *     `openssl dgst -sha256 F && cp F DST && sync DST` (the fair one: it
+ *     syncs its own file, as the mediator does) and the same ending in a
+ *     bare `sync` (which syncs the whole machine, shown for reference). The
+ *     source is evicted from the page cache before every run of every side
+ *     (it was fsync'd when made, then posix_fadvise(POSIX_FADV_DONTNEED)),
+ *     so each reads it from the disk: the mediator once (hash and copy in
+ *     one pass), the peers twice (the second read from the cache);
+ *   - 4 KiB documents, one client and then 8 concurrent clients (each its
+ *     own connection): transfers per second and p50/p99 latency, vs the
+ *     floor of one durable atomic write of 4 KiB (O_TMPFILE, write, fsync,
+ *     linkat, fsync of the directory) after another.
  *
  * Usage: bench-transfer [--runs N] [--size-mb MB] [--count N] [--dir DIR]
  * The directory should be on the disk you care about (default /var/tmp).
@@ -21,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,6 +43,8 @@
 #include "bench.h"
 
 static int runs = 3, count = 2000;
+static pid_t mediator_pid;
+#define CLIENTS 8
 static long size_mb = 1024;
 static const char *base = "/var/tmp";
 static char dir[512], src_sock[600], inbox[600];
@@ -159,39 +171,124 @@ clear_inbox(void)
 		fprintf(stderr, "bench-transfer: cannot clear %s\n", inbox);
 }
 
+/* CPU seconds of this process, its children waited for, and the mediator. */
+static double
+cpu_all(void)
+{
+	unsigned long ut = 0, st = 0;
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)mediator_pid);
+	f = fopen(path, "re");
+	if (f) {
+		/* After "(comm)": fields 3 to 13, then utime and stime. */
+		if (fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			   &ut, &st) != 2)
+			ut = st = 0;
+		fclose(f);
+	}
+	return cpu_seconds() + (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Drop @path's pages from the page cache (it is clean: made with fsync). */
+static int
+evict(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -1;
+	r = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	return r == 0 ? 0 : -1;
+}
+
+/* One run of a peer's shell command from an evicted source: seconds, CPU in *@cpu. */
+static double
+peer_once(const char *cmd, const char *f, double *cpu)
+{
+	double t0, c0;
+	char copy[700];
+
+	if (evict(f) < 0)
+		return -1;
+	c0 = cpu_all();
+	t0 = now();
+	if (system(cmd) != 0)
+		return -1;
+	t0 = now() - t0;
+	*cpu = cpu_all() - c0;
+	snprintf(copy, sizeof(copy), "%s/cp-copy", dir);
+	unlink(copy);
+	return t0;
+}
+
 static int
 big(int sock)
 {
-	double mine[16], peer[16], mb = (double)size_mb;
-	char f[700], cmd[2200];
+	double mine[16], fair[16], whole[16], cm[16], cf[16], cw[16], rf[16], rw[16];
+	double mb = (double)size_mb;
+	char f[700], fair_cmd[4096], whole_cmd[4096];
+	struct spread a, b, c, x, y;
 
 	snprintf(f, sizeof(f), "%s/big", dir);
 	if (make_file(f, (long long)size_mb << 20) < 0)
 		return -1;
+	snprintf(
+		fair_cmd, sizeof(fair_cmd),
+		"openssl dgst -sha256 '%s' >/dev/null && cp '%s' '%s/cp-copy' && sync '%s/cp-copy'",
+		f, f, dir, dir);
+	snprintf(whole_cmd, sizeof(whole_cmd),
+		 "openssl dgst -sha256 '%s' >/dev/null && cp '%s' '%s/cp-copy' && sync", f, f, dir);
 	for (int r = 0; r < runs; r++) {
-		double t0 = now();
+		for (int k = 0; k < 3; k++) {
+			/* The order rotates every round. */
+			int which = (k + r) % 3;
 
-		if (send_one(sock, f, "big") < 0)
-			return -1;
-		mine[r] = now() - t0;
-		clear_inbox();
-		snprintf(cmd, sizeof(cmd),
-			 "openssl dgst -sha256 '%s' >/dev/null && cp '%s' '%s/cp-copy' && sync", f,
-			 f, dir);
-		t0 = now();
-		if (system(cmd) != 0)
-			return -1;
-		peer[r] = now() - t0;
-		snprintf(cmd, sizeof(cmd), "%s/cp-copy", dir);
-		unlink(cmd);
+			if (which == 0) {
+				double t0, c0;
+
+				if (evict(f) < 0)
+					return -1;
+				c0 = cpu_all();
+				t0 = now();
+				if (send_one(sock, f, "big") < 0)
+					return -1;
+				mine[r] = now() - t0;
+				cm[r] = cpu_all() - c0;
+				clear_inbox();
+			} else if (which == 1) {
+				if ((fair[r] = peer_once(fair_cmd, f, &cf[r])) < 0)
+					return -1;
+			} else if ((whole[r] = peer_once(whole_cmd, f, &cw[r])) < 0)
+				return -1;
+		}
+		rf[r] = fair[r] / mine[r];
+		rw[r] = whole[r] / mine[r];
 	}
-	qsort(mine, (size_t)runs, sizeof(double), cmp_double);
-	qsort(peer, (size_t)runs, sizeof(double), cmp_double);
-	printf("| %-40s | %9.2f s | %7.0f MB/s |\n", "clip transfer (hash+copy+fsync+label)",
-	       mine[runs / 2], mb / mine[runs / 2]);
-	printf("| %-40s | %9.2f s | %7.0f MB/s |\n", "openssl dgst -sha256 && cp && sync",
-	       peer[runs / 2], mb / peer[runs / 2]);
-	printf("ratio (baseline time / transfer time): %.2f\n\n", peer[runs / 2] / mine[runs / 2]);
+	a = spread_of(mine, runs);
+	b = spread_of(fair, runs);
+	c = spread_of(whole, runs);
+	x = spread_of(rf, runs);
+	y = spread_of(rw, runs);
+	printf("| %-58s | %7s | %9s | %7s | %-18s |\n", "", "wall s", "MB/s", "CPU s",
+	       "peer / transfer");
+	printf("|%.60s|%.9s|%.11s|%.9s|%.20s|\n",
+	       "------------------------------------------------------------", "---------",
+	       "-----------", "---------", "--------------------");
+	printf("| %-58s | %7.2f | %9.0f | %7.2f | %-18s |\n",
+	       "clip transfer (hash+copy+fsync+label)", a.median, mb / a.median,
+	       spread_of(cm, runs).median, "");
+	printf("| %-58s | %7.2f | %9.0f | %7.2f | %.2f (%.2f-%.2f)   |\n",
+	       "openssl dgst -sha256 && cp && sync DST (fair)", b.median, mb / b.median,
+	       spread_of(cf, runs).median, x.median, x.min, x.max);
+	printf("| %-58s | %7.2f | %9.0f | %7.2f | %.2f (%.2f-%.2f)   |\n",
+	       "openssl dgst -sha256 && cp && sync (whole machine)", c.median, mb / c.median,
+	       spread_of(cw, runs).median, y.median, y.min, y.max);
+	printf("\nsource evicted from the page cache before every run (posix_fadvise "
+	       "DONTNEED); ratio = peer's time / the transfer's in the same round\n\n");
+	goal_line("transfer-1g-vs-fair-peer", x.median, ">=", 1.5);
 	unlink(f);
 	return 0;
 }
@@ -219,51 +316,113 @@ floor_write(const char *path)
 	return (double)count / (now() - t0);
 }
 
-static int
-small(int sock)
+/*
+ * @clients processes, each with its own connection, send @count 4 KiB
+ * documents in all: transfers per second; each latency in @lat.
+ */
+static double
+small_round(int clients, const char *f, double *lat, double *cpu)
 {
-	double *lat = calloc((size_t)count, sizeof(double)), rates[16], floors[16], p50 = 0,
-	       p99 = 0;
+	double t0 = now(), c0 = cpu_all();
+	int per = count / clients, ok = 1;
+	pid_t pids[CLIENTS];
+
+	for (int k = 0; k < clients; k++) {
+		pids[k] = fork();
+		if (pids[k] < 0)
+			return -1;
+		if (pids[k] == 0) {
+			int sock;
+
+			if (clip_transfer_connect(&sock, src_sock, NULL) < 0)
+				_exit(1);
+			for (int i = 0; i < per; i++) {
+				double a = now();
+				char name[32];
+
+				snprintf(name, sizeof(name), "small-%d-%d", k, i);
+				if (send_one(sock, f, name) < 0)
+					_exit(1);
+				lat[k * per + i] = now() - a;
+			}
+			_exit(0);
+		}
+	}
+	for (int k = 0; k < clients; k++) {
+		int status;
+
+		if (waitpid(pids[k], &status, 0) != pids[k] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status) != 0)
+			ok = 0;
+	}
+	t0 = now() - t0;
+	*cpu = cpu_all() - c0;
+	clear_inbox();
+	return ok ? (double)(per * clients) / t0 : -1;
+}
+
+static int
+small(void)
+{
+	/* Shared with the client processes, which write their latencies in it. */
+	double *lat = mmap(NULL, (size_t)count * sizeof(double), PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double rates[2][16], cpus[2][16], floors[16], ratio[2][16], p50[2][16], p99[2][16];
+	static const int clients[2] = { 1, CLIENTS };
 	char f[700], floor_dir[700];
 
 	snprintf(f, sizeof(f), "%s/small", dir);
 	snprintf(floor_dir, sizeof(floor_dir), "%s/floor", dir);
-	if (!lat || make_file(f, 4096) < 0)
+	if (lat == MAP_FAILED || make_file(f, 4096) < 0)
 		return -1;
 	for (int r = 0; r < runs; r++) {
-		double t0 = now();
-		char cmd[800];
+		for (int k = 0; k < 3; k++) {
+			int which = (k + r) % 3;
+			char cmd[800];
 
-		for (int i = 0; i < count; i++) {
-			double a = now();
-			char name[32];
-
-			snprintf(name, sizeof(name), "small-%d", i);
-			if (send_one(sock, f, name) < 0)
+			if (which == 2) {
+				mkdir(floor_dir, 0755);
+				floors[r] = floor_write(floor_dir);
+				snprintf(cmd, sizeof(cmd), "rm -rf '%s'", floor_dir);
+				if (floors[r] < 0 || system(cmd) != 0)
+					return -1;
+				continue;
+			}
+			rates[which][r] = small_round(clients[which], f, lat, &cpus[which][r]);
+			if (rates[which][r] < 0)
 				return -1;
-			lat[i] = now() - a;
+			cpus[which][r] /= (double)count;
+			qsort(lat, (size_t)count, sizeof(double), cmp_double);
+			p50[which][r] = lat[count / 2] * 1e3;
+			p99[which][r] = lat[count * 99 / 100] * 1e3;
 		}
-		rates[r] = (double)count / (now() - t0);
-		qsort(lat, (size_t)count, sizeof(double), cmp_double);
-		if (r == runs / 2 || r == 0) {
-			p50 = lat[count / 2];
-			p99 = lat[count * 99 / 100];
-		}
-		clear_inbox();
-		mkdir(floor_dir, 0755);
-		floors[r] = floor_write(floor_dir);
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", floor_dir);
-		if (system(cmd) != 0)
-			return -1;
+		for (int w = 0; w < 2; w++)
+			ratio[w][r] = floors[r] / rates[w][r];
 	}
-	qsort(rates, (size_t)runs, sizeof(double), cmp_double);
-	qsort(floors, (size_t)runs, sizeof(double), cmp_double);
-	printf("| %-40s | %9.0f /s | p50 %.3f ms, p99 %.3f ms |\n",
-	       "clip transfer of 4 KiB (allow)", rates[runs / 2], p50 * 1e3, p99 * 1e3);
-	printf("| %-40s | %9.0f /s | |\n", "floor: O_TMPFILE+write+fsync+linkat+fsync",
-	       floors[runs / 2]);
-	printf("ratio (floor / transfer): %.2f\n", floors[runs / 2] / rates[runs / 2]);
-	free(lat);
+	printf("\n| %-44s | %9s | %8s | %8s | %9s | %-18s |\n", "4 KiB documents, durable", "per s",
+	       "p50 ms", "p99 ms", "CPU µs", "floor / transfer");
+	printf("|%.46s|%.11s|%.10s|%.10s|%.11s|%.20s|\n",
+	       "----------------------------------------------", "-----------", "----------",
+	       "----------", "-----------", "--------------------");
+	for (int w = 0; w < 2; w++) {
+		struct spread x = spread_of(ratio[w], runs);
+		char what[64];
+
+		snprintf(what, sizeof(what), "clip transfer (allow), %d client%s", clients[w],
+			 clients[w] > 1 ? "s at once" : "");
+		printf("| %-44s | %9.0f | %8.2f | %8.2f | %9.0f | %.2f (%.2f-%.2f)   |\n", what,
+		       spread_of(rates[w], runs).median, spread_of(p50[w], runs).median,
+		       spread_of(p99[w], runs).median, spread_of(cpus[w], runs).median * 1e6,
+		       x.median, x.min, x.max);
+	}
+	printf("| %-44s | %9.0f | %8s | %8s | %9s | %-18s |\n",
+	       "floor: O_TMPFILE+write+fsync+linkat+fsync", spread_of(floors, runs).median, "", "",
+	       "", "");
+	printf("\nCPU = the mediator's and the clients' per transfer; load average %.2f after\n",
+	       load_now());
+	goal_line("transfer-4k-8-clients-rate", spread_of(rates[1], runs).median, ">=", 1000);
+	goal_line("transfer-4k-8-clients-p99-ms", spread_of(p99[1], runs).median, "<=", 20);
+	munmap(lat, (size_t)count * sizeof(double));
 	return 0;
 }
 
@@ -302,8 +461,11 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (runs < 1 || runs > 15 || count < 100 || size_mb < 1) {
-		fprintf(stderr, "bench-transfer: --runs 1..15, --count >= 100, --size-mb >= 1\n");
+	if (runs < 1 || runs > 15 || count < 100 || count % CLIENTS || size_mb < 1) {
+		fprintf(stderr,
+			"bench-transfer: --runs 1..15, --count >= 100 and a multiple of %d, "
+			"--size-mb >= 1\n",
+			CLIENTS);
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "%s/bench-transfer-XXXXXX", base);
@@ -318,16 +480,17 @@ main(int argc, char **argv)
 		close(stop[1]);
 		serve(ready[1], stop[0]);
 	}
+	mediator_pid = pid;
 	close(stop[0]);
 	close(ready[1]);
 	if (read(ready[0], cmd, 1) != 1 || clip_transfer_connect(&sock, src_sock, NULL) < 0) {
 		fprintf(stderr, "bench-transfer: the mediator did not start\n");
 		return 1;
 	}
-	printf("libclip %s, %d runs, medians, in %s (machine shared with other work)\n\n",
-	       clip_version(), runs, base);
-	printf("%ld MiB document, end to end:\n", size_mb);
-	if (big(sock) < 0 || small(sock) < 0)
+	printf("libclip %s, %d rounds, medians, in %s; load average %.2f before\n\n",
+	       clip_version(), runs, base, load_now());
+	printf("%ld MiB document, end to end:\n\n", size_mb);
+	if (big(sock) < 0 || small() < 0)
 		r = 1;
 	close(sock);
 	close(stop[1]);
