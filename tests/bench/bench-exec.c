@@ -150,6 +150,8 @@ interp_row(const char *what, char *const ours[], char *const peer[])
 		ratio[i] = a[i] / b[i];
 	}
 	r = spread_of(ratio, interp_runs);
+	if (strstr(what, "clip-python"))
+		goal_line("clip-python-vs-python3", r.median, "<=", 1.05);
 	printf("| %-40s | %9.1f | %8.1f | %-16s | %9.1f | %8.1f | %.3f (%.3f-%.3f) |\n", what,
 	       spread_of(a, interp_runs).median * 1e3, spread_of(ca, interp_runs).median * 1e3,
 	       peer[0], spread_of(b, interp_runs).median * 1e3,

@@ -100,7 +100,7 @@ goal_line(const char *name, double value, const char *op, double target)
 {
 	bool met = op[0] == '<' ? value <= target : value >= target;
 
-	printf("goal %s %.4g %s %.4g %s\n", name, value, op, target, met ? "met" : "not-met");
+	printf("goal %s %.6g %s %.6g %s\n", name, value, op, target, met ? "met" : "not-met");
 }
 
 /* One measured operation: @fn(@data), which returns < 0 on failure. */
