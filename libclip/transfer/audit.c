@@ -31,6 +31,7 @@
 #include "base/test-hooks.h"
 #include "base/util.h"
 #include "tpm/tpm.h"
+#include "transfer-internal.h"
 
 #define AUDIT_FIELD_MAX 4096
 #define AUDIT_LINE_MAX (16 * AUDIT_FIELD_MAX)
@@ -50,6 +51,11 @@ struct clip_audit {
 	uint8_t last[32];
 	bool tpm_bound; /* the anchor carries the TPM counter's value (doc/tpm.md) */
 	uint64_t tpm; /* that value, the counter's once incremented */
+	/* Records written and not yet synced (audit_append_deferred()), and where they start. */
+	bool dirty;
+	off_t batch_size;
+	uint64_t batch_count;
+	uint8_t batch_last[32];
 };
 
 struct strbuf {
@@ -727,8 +733,9 @@ record_format(struct clip_audit *audit, const struct clip_audit_entry *e, struct
 	return s->overflow ? -E2BIG : 0;
 }
 
+/* Write a record after the others, not synced: audit_commit() makes it durable. */
 static int
-audit_append(struct clip_audit *audit, const struct clip_audit_entry *e, struct clip_error **reterr)
+audit_write(struct clip_audit *audit, const struct clip_audit_entry *e, struct clip_error **reterr)
 {
 	_cleanup_free_ char *line = malloc(AUDIT_LINE_MAX + 1);
 	struct strbuf s = { .p = line, .max = AUDIT_LINE_MAX + 1 };
@@ -742,15 +749,19 @@ audit_append(struct clip_audit *audit, const struct clip_audit_entry *e, struct 
 		return r;
 	if (fstat(audit->fd, &st) < 0)
 		return error_set_errno(reterr, -errno, "cannot stat the audit log");
+	if (!audit->dirty) {
+		audit->batch_size = st.st_size;
+		audit->batch_count = audit->count;
+		memcpy(audit->batch_last, audit->last, 32);
+	}
 	r = write_full(audit->fd, line, s.n);
-	if (r == 0 && fdatasync(audit->fd) < 0)
-		r = -errno;
 	if (r < 0) {
 		/* Nothing half-written stays behind; the chain goes on from the last record. */
 		if (ftruncate(audit->fd, st.st_size) < 0)
 			log_err(audit->ctx, "cannot cut a half-written audit record");
 		return error_set_errno(reterr, r, "cannot append to the audit log %s", audit->name);
 	}
+	audit->dirty = true;
 	audit->count++;
 	r = crypto_sha256(line, s.n - 1, audit->last);
 	if (r < 0)
@@ -759,7 +770,46 @@ audit_append(struct clip_audit *audit, const struct clip_audit_entry *e, struct 
 		line[s.n - 1] = '\0';
 		syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", line);
 	}
+	return 0;
+}
+
+int
+audit_commit(struct clip_audit *audit, struct clip_error **reterr)
+{
+	if (!audit->dirty)
+		return 0;
+	audit->dirty = false;
+	if (fdatasync(audit->fd) < 0) {
+		int r = -errno;
+
+		/* None of the batch is known to be on disk: none of it stays. */
+		if (ftruncate(audit->fd, audit->batch_size) < 0)
+			log_err(audit->ctx, "cannot cut audit records that were not synced");
+		audit->count = audit->batch_count;
+		memcpy(audit->last, audit->batch_last, 32);
+		return error_set_errno(reterr, r, "cannot append to the audit log %s", audit->name);
+	}
 	return anchor_write(audit, reterr);
+}
+
+int
+audit_append_deferred(struct clip_audit *audit, const struct clip_audit_entry *e,
+		      struct clip_error **reterr)
+{
+	int r = audit_write(audit, e, reterr);
+
+	/* A TPM-bound log keeps one counter increment per record (doc/tpm.md). */
+	if (r == 0 && audit->tpm_bound)
+		r = audit_commit(audit, reterr);
+	return r;
+}
+
+static int
+audit_append(struct clip_audit *audit, const struct clip_audit_entry *e, struct clip_error **reterr)
+{
+	int r = audit_write(audit, e, reterr);
+
+	return r < 0 ? r : audit_commit(audit, reterr);
 }
 
 CLIP_EXPORT int

@@ -662,9 +662,9 @@ link_unique(int fd, int inbox_fd, const char *base, char ret_name[DELIVER_NAME_M
 }
 
 int
-deliver_commit(struct clip_ctx *ctx, struct delivery *d, int inbox_fd, const char *untrusted_name,
-	       const struct clip_level *level, unsigned label_flags,
-	       char ret_name[DELIVER_NAME_MAX + 1], struct clip_error **reterr)
+deliver_link(struct clip_ctx *ctx, struct delivery *d, int inbox_fd, const char *untrusted_name,
+	     const struct clip_level *level, unsigned label_flags,
+	     char ret_name[DELIVER_NAME_MAX + 1], struct clip_error **reterr)
 {
 	char base[DELIVER_NAME_MAX + 1];
 	struct stat st;
@@ -679,13 +679,22 @@ deliver_commit(struct clip_ctx *ctx, struct delivery *d, int inbox_fd, const cha
 		log_debug(ctx, "cannot give the delivered file to uid %u", (unsigned)st.st_uid);
 	deliver_sanitize_name(untrusted_name, base);
 	r = link_unique(d->fd, inbox_fd, base, ret_name, reterr);
-	if (r < 0)
-		goto out;
-	if (fsync(inbox_fd) < 0) {
+out:
+	deliver_abort(d);
+	return r;
+}
+
+int
+deliver_commit(struct clip_ctx *ctx, struct delivery *d, int inbox_fd, const char *untrusted_name,
+	       const struct clip_level *level, unsigned label_flags,
+	       char ret_name[DELIVER_NAME_MAX + 1], struct clip_error **reterr)
+{
+	int r = deliver_link(ctx, d, inbox_fd, untrusted_name, level, label_flags, ret_name,
+			     reterr);
+
+	if (r == 0 && fsync(inbox_fd) < 0) {
 		r = error_set_errno(reterr, -errno, "cannot sync the target inbox");
 		(void)unlinkat(inbox_fd, ret_name, 0);
 	}
-out:
-	deliver_abort(d);
 	return r;
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,6 +88,9 @@ mediator_conn_close(struct clip_mediator *m, struct conn *c)
 	for (struct job *j = m->jobs; j; j = j->next)
 		if (j->conn == c)
 			j->conn = NULL;
+	for (struct finished *f = m->finished; f; f = f->next)
+		if (f->conn == c)
+			f->conn = NULL;
 	for (struct conn **pp = &m->conns; *pp; pp = &(*pp)->next)
 		if (*pp == c) {
 			*pp = c->next;
@@ -103,6 +107,9 @@ mediator_conn_close(struct clip_mediator *m, struct conn *c)
 static struct clip_mediator *
 mediator_free(struct clip_mediator *m)
 {
+	/* What was decided is recorded, delivered and answered, as it would have been. */
+	if (m->pid == getpid())
+		mediator_flush(m);
 	mediator_jobs_stop(m);
 	for (size_t i = 0; i < m->n_cages; i++)
 		mediator_rate_flush(m, m->cages[i]);
@@ -113,6 +120,9 @@ mediator_free(struct clip_mediator *m)
 		m->pending = p->next;
 		mediator_pending_free(m, p);
 	}
+	/* The questions withdrawn above are answered too. */
+	if (m->pid == getpid())
+		mediator_flush(m);
 	while (m->conns)
 		mediator_conn_close(m, m->conns);
 	mediator_closer_stop(m);
@@ -130,6 +140,7 @@ mediator_free(struct clip_mediator *m)
 	mediator_unwatch_close(m, &m->agent);
 	mediator_unwatch_close(m, &m->agent_listen);
 	mediator_unwatch_close(m, &m->done);
+	mediator_unwatch_close(m, &m->flush);
 	if (m->done_write >= 0)
 		close(m->done_write);
 	if (m->epfd >= 0)
@@ -158,6 +169,8 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	m->agent_listen = (struct source){ SOURCE_AGENT_LISTEN, -1 };
 	m->agent = (struct source){ SOURCE_AGENT, -1 };
 	m->done = (struct source){ SOURCE_DONE, -1 };
+	m->flush = (struct source){ SOURCE_FLUSH, -1 };
+	m->finished_tail = &m->finished;
 	m->done_write = -1;
 	m->pid = getpid();
 	m->ctx = clip_ctx_ref(ctx);
@@ -194,6 +207,10 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	r = fcntl(m->done.fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : mediator_watch(m, &m->done);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot watch the workers' pipe");
+	m->flush.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	r = m->flush.fd < 0 ? -errno : mediator_watch(m, &m->flush);
+	if (r < 0)
+		return error_set_errno(reterr, r, "cannot watch the group commit's eventfd");
 	*ret = steal_ptr(m);
 	return 0;
 }
@@ -396,6 +413,29 @@ reply(struct clip_mediator *m, struct conn *c, uint64_t client_id, const struct 
 	}
 }
 
+/*
+ * Group commit. A transfer's outcome is recorded (written, not synced) and
+ * queued as finished; the eventfd then reads ready, after whatever epoll
+ * had ready before it, so that the outcomes of the transfers that finish
+ * together wait for one flush: one fdatasync of the audit log (and one
+ * anchor), the documents linked, one fsync per inbox, then the answers.
+ * So every record is durable before any document of its batch is linked
+ * (the record first, then the document, as before), and every document and
+ * record before any answer. A client waits at most for the events that
+ * were ready with it; BATCH_MAX bounds a batch under a flood.
+ */
+#define BATCH_MAX 64
+
+static void
+flush_soon(struct clip_mediator *m)
+{
+	uint64_t one = 1;
+
+	/* An eventfd's counter only grows: a write never fails for room here. */
+	if (write(m->flush.fd, &one, sizeof(one)) != sizeof(one))
+		log_debug(m->ctx, "cannot signal the group commit: %m");
+}
+
 int
 mediator_audit_record(struct clip_mediator *m, const char *event, const struct cage *source,
 		      const struct cage *target, const char *target_name, const char *name,
@@ -419,7 +459,8 @@ mediator_audit_record(struct clip_mediator *m, const char *event, const struct c
 	};
 	int r;
 
-	r = clip_audit_append(m->audit, &e, &error);
+	/* Synced by the next flush, which an answer asks for (mediator_finish()). */
+	r = audit_append_deferred(m->audit, &e, &error);
 	if (r < 0)
 		log_err(m->ctx, "cannot audit a transfer, refusing it: %s",
 			clip_error_get_message(error));
@@ -447,14 +488,120 @@ mediator_outcome_error(struct outcome *o, int r, struct clip_error *error, const
 	mediator_outcome_set(o, PROTO_STATUS_FAILED, r, "failed", "mediator", text);
 }
 
-/* Record the decision, then (only then) link the document in. */
+/* After a flush: the outcome seen, fed and answered. */
+static void
+finished_answer(struct clip_mediator *m, struct finished *f)
+{
+	struct outcome *o = &f->o;
+
+	if (o->status == PROTO_STATUS_DELIVERED) {
+		log_info(m->ctx, "delivered '%s' from '%s' to '%s'", o->delivered, f->source->name,
+			 f->target->name);
+		mediator_feed(m, CLIP_FEED_TRANSFER_DELIVERED, f->source->name, f->target->name,
+			      o->delivered, NULL);
+	} else
+		mediator_feed(m, CLIP_FEED_TRANSFER_DENIED, f->source->name, f->target_name,
+			      f->name, o->reason);
+	reply(m, f->conn, f->client_id, o, f->has_d ? &f->d : NULL);
+}
+
+static void
+finished_failed(struct clip_mediator *m, struct finished *f, int r, struct clip_error *error,
+		const char *what)
+{
+	mediator_outcome_error(&f->o, r, error, what);
+	f->o.delivered[0] = '\0';
+	(void)mediator_audit_record(m, "failed", f->source, f->target, f->target_name, f->name,
+				    f->has_d ? &f->d : NULL, "failed", "mediator", f->o.reason);
+}
+
+void
+mediator_flush(struct clip_mediator *m)
+{
+	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
+	uint64_t count;
+	int r;
+
+	if (!m->audit)
+		return;
+	if (m->flush.fd >= 0 && read(m->flush.fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+		log_debug(m->ctx, "cannot read the group commit's eventfd: %m");
+	/* 1. Every record of the batch on disk, or none of its documents linked. */
+	r = audit_commit(m->audit, &error);
+	if (r < 0)
+		log_err(m->ctx, "cannot audit a transfer, refusing it: %s",
+			clip_error_get_message(error));
+	/* 2. The documents linked in, their inboxes synced below. */
+	for (struct finished *f = m->finished; f; f = f->next) {
+		if (!f->deliver)
+			continue;
+		if (r < 0) {
+			f->deliver = false;
+			mediator_outcome_set(&f->o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
+					     "the audit log cannot be written");
+			continue;
+		}
+		clip_error_free(error);
+		error = NULL;
+		if (deliver_link(m->ctx, &f->d, f->target->inbox_fd, f->name, f->target->level,
+				 m->opts.label_flags, f->o.delivered, &error) < 0) {
+			f->deliver = false;
+			finished_failed(m, f, -EIO, error, "delivery failed");
+		} else
+			f->target->inbox_dirty = true;
+	}
+	/* 3. One fsync per inbox. */
+	for (size_t i = 0; i < m->n_cages; i++) {
+		struct cage *t = m->cages[i];
+
+		if (!t->inbox_dirty)
+			continue;
+		t->inbox_dirty = false;
+		if (fsync(t->inbox_fd) == 0)
+			continue;
+		r = -errno;
+		for (struct finished *f = m->finished; f; f = f->next)
+			if (f->deliver && f->target == t) {
+				(void)unlinkat(t->inbox_fd, f->o.delivered, 0);
+				f->deliver = false;
+				finished_failed(m, f, r, NULL,
+						"delivery failed: cannot sync the "
+						"target inbox");
+			}
+	}
+	/* The records of the failures: best effort, as before. */
+	clip_error_free(error);
+	error = NULL;
+	if (audit_commit(m->audit, &error) < 0)
+		log_err(m->ctx, "cannot audit a failed delivery: %s",
+			clip_error_get_message(error));
+	/* 4. The answers, in order. */
+	while (m->finished) {
+		struct finished *f = m->finished;
+
+		finished_answer(m, f);
+		/* reply() may have closed f->conn, which only clears the pointers. */
+		m->finished = f->next;
+		deliver_abort(&f->d);
+		free(f->target_name);
+		free(f->name);
+		free(f);
+	}
+	m->finished_tail = &m->finished;
+	m->n_finished = 0;
+}
+
+/*
+ * Record the decision; the document is linked in, and the answer sent, by
+ * the next flush (above), once the record is on disk.
+ */
 void
 mediator_finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, struct cage *source,
 		struct cage *target, const char *target_name, const char *name, struct delivery *d,
 		struct outcome *o)
 {
-	_cleanup_(clip_error_freep) struct clip_error *error = NULL;
 	bool deliver = o->status == PROTO_STATUS_DELIVERED;
+	struct finished *f;
 	int r;
 
 	r = mediator_audit_record(m, "decision", source, target, target_name, name, d,
@@ -464,27 +611,45 @@ mediator_finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, str
 		mediator_outcome_set(o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
 				     "the audit log cannot be written");
 	}
-	if (deliver) {
-		r = deliver_commit(m->ctx, d, target->inbox_fd, name, target->level,
-				   m->opts.label_flags, o->delivered, &error);
-		if (r < 0) {
-			mediator_outcome_error(o, r, error, "delivery failed");
-			o->delivered[0] = '\0';
-			(void)mediator_audit_record(m, "failed", source, target, target_name, name,
-						    d, "failed", "mediator", o->reason);
-		} else
-			log_info(m->ctx, "delivered '%s' from '%s' to '%s'", o->delivered,
-				 source->name, target->name);
+	f = calloc(1, sizeof(*f));
+	if (f) {
+		f->target_name = strdup(target_name ? target_name : "");
+		f->name = strdup(name ? name : "");
 	}
-	if (o->status == PROTO_STATUS_DELIVERED)
-		mediator_feed(m, CLIP_FEED_TRANSFER_DELIVERED, source->name, target->name,
-			      o->delivered, NULL);
+	if (!f || !f->target_name || !f->name) {
+		if (f) {
+			free(f->target_name);
+			free(f->name);
+			free(f);
+		}
+		/* Answered now, undelivered, once the records before are durable. */
+		(void)audit_commit(m->audit, NULL);
+		if (d)
+			deliver_abort(d);
+		mediator_outcome_set(o, PROTO_STATUS_FAILED, -ENOMEM, "failed", "mediator",
+				     "out of memory");
+		reply(m, c, client_id, o, NULL);
+		return;
+	}
+	f->conn = c;
+	f->client_id = client_id;
+	f->source = source;
+	f->target = target;
+	f->deliver = deliver;
+	f->o = *o;
+	f->d = (struct delivery)DELIVERY_INIT;
+	if (d) {
+		/* The delivery moves into the queue: its file is closed with it. */
+		f->d = *d;
+		f->has_d = true;
+		d->fd = -1;
+	}
+	*m->finished_tail = f;
+	m->finished_tail = &f->next;
+	if (++m->n_finished >= BATCH_MAX)
+		mediator_flush(m);
 	else
-		mediator_feed(m, CLIP_FEED_TRANSFER_DENIED, source->name, target_name, name,
-			      o->reason);
-	if (d)
-		deliver_abort(d);
-	reply(m, c, client_id, o, d);
+		flush_soon(m);
 }
 
 struct cage *
@@ -694,6 +859,8 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 			    clip_error_get_message(error));
 		(void)mediator_audit_record(m, "rejected", c->cage, NULL, NULL, NULL, NULL, "deny",
 					    "mediator", clip_error_get_message(error));
+		/* No answer asks for its sync: the record asks itself. */
+		flush_soon(m);
 		mediator_conn_close(m, c);
 		return;
 	}
@@ -850,6 +1017,9 @@ mediator_dispatch(struct clip_mediator *m, struct clip_error **reterr)
 		break;
 	case SOURCE_DONE:
 		mediator_handle_done(m);
+		break;
+	case SOURCE_FLUSH:
+		mediator_flush(m);
 		break;
 	}
 	return 1;

@@ -180,6 +180,27 @@ int deliver_commit(struct clip_ctx *ctx, struct delivery *d, int inbox_fd,
 		   char ret_name[DELIVER_NAME_MAX + 1], struct clip_error **reterr);
 
 /*
+ * deliver_commit() without its last step, the inbox's fsync: the caller
+ * syncs the inbox once for a batch of documents (mediator.c), and answers
+ * none before that.
+ */
+int deliver_link(struct clip_ctx *ctx, struct delivery *d, int inbox_fd, const char *untrusted_name,
+		 const struct clip_level *level, unsigned label_flags,
+		 char ret_name[DELIVER_NAME_MAX + 1], struct clip_error **reterr);
+
+/*
+ * The audit log's group commit (audit.c): a record written, not synced
+ * (synced at once when the log is bound to the TPM's counter), and the
+ * sync of every record written since the last one, with the anchor. When
+ * the sync fails, the unsynced records are cut off and the chain goes on
+ * from the last durable one.
+ */
+struct clip_audit_entry;
+int audit_append_deferred(struct clip_audit *audit, const struct clip_audit_entry *e,
+			  struct clip_error **reterr);
+int audit_commit(struct clip_audit *audit, struct clip_error **reterr);
+
+/*
  * What @fd is when it is not a regular file, for a message: "a directory",
  * "a TCP socket", "an epoll instance", "a pidfd"... (@mode: its st_mode),
  * or NULL for a regular file. Waits on nothing (mediator-fd.c).
@@ -241,6 +262,7 @@ enum source_kind {
 	SOURCE_AGENT,
 	SOURCE_TIMER,
 	SOURCE_DONE,
+	SOURCE_FLUSH,
 };
 
 /* What epoll hands back: the first member of each watched object. */
@@ -270,6 +292,7 @@ struct cage {
 	uint64_t reports_suppressed;
 	/* Bytes of its documents waiting for the user, as source and as target. */
 	uint64_t pending_out, pending_in;
+	bool inbox_dirty; /* a document linked in, the inbox not yet synced (mediator_flush()) */
 };
 
 struct conn {
@@ -367,6 +390,14 @@ struct clip_mediator {
 	pid_t pid; /* the creator: a forked child has no worker to join */
 	struct closer *closer; /* the closing threads (mediator-fd.c); NULL until needed */
 	struct clip_feed *feed; /* what the user should see (feed.c), or NULL */
+	/*
+	 * Group commit (mediator.c, "Group commit"): outcomes decided and
+	 * recorded, not yet synced, linked nor answered, in order; and an
+	 * eventfd, readable while any is waiting, that flushes them.
+	 */
+	struct finished *finished, **finished_tail;
+	size_t n_finished;
+	struct source flush;
 };
 
 /* The outcome of one request, as answered and audited. */
@@ -377,6 +408,18 @@ struct outcome {
 	char by[300];
 	char reason[PROTO_TEXT_MAX + 1];
 	char delivered[DELIVER_NAME_MAX + 1];
+};
+
+/* A transfer decided and recorded, waiting for the group commit (mediator_flush()). */
+struct finished {
+	struct finished *next;
+	struct conn *conn; /* NULL once closed (mediator_conn_close()) */
+	uint64_t client_id;
+	struct cage *source, *target;
+	char *target_name, *name;
+	struct delivery d;
+	bool has_d, deliver;
+	struct outcome o;
 };
 
 /* Watch @s on the mediator's epoll fd: 0 or -errno. */
@@ -392,11 +435,17 @@ int mediator_accept_peer(int listen_fd, struct ucred *cred);
 /* The cage named @name, or NULL. */
 struct cage *mediator_find_cage(struct clip_mediator *m, const char *name);
 
-/* Append one record to the audit log: 0, or -errno (logged), and the transfer is refused. */
+/*
+ * Append one record to the audit log, synced with the next flush of the
+ * finished transfers (mediator_flush()), before any answer: 0, or -errno
+ * (logged), and the transfer is refused.
+ */
 int mediator_audit_record(struct clip_mediator *m, const char *event, const struct cage *source,
 			  const struct cage *target, const char *target_name, const char *name,
 			  const struct delivery *d, const char *decision, const char *by,
 			  const char *reason);
+/* Sync, link and answer every finished transfer (mediator.c, "Group commit"). */
+void mediator_flush(struct clip_mediator *m);
 void mediator_outcome_set(struct outcome *o, enum proto_status status, int error,
 			  const char *decision, const char *by, const char *reason);
 /* A failure @r, said with @error's message or strerror(), after @what. */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -1184,4 +1185,137 @@ Test(mediator, a_front_handing_up_connections_without_end_is_capped)
 	for (int i = 1; i < 300; i++)
 		close(peers[i]);
 	test_world_teardown(&w);
+}
+
+/*
+ * Group commit: what the mediator does on its loop's thread is watched
+ * through the system calls it makes (these definitions take the place of
+ * libc's for the library's static objects in this program): no answer may
+ * leave while an audit record written or a document linked is not yet
+ * synced, and the records of transfers that finish together share a sync.
+ */
+static struct {
+	bool on;
+	dev_t dev;
+	ino_t ino; /* the audit log */
+	bool audit_dirty, inbox_dirty;
+	unsigned records, datasyncs, answers, early;
+} order;
+
+static bool
+is_audit_log(int fd)
+{
+	struct stat st;
+
+	return order.on && fstat(fd, &st) == 0 && st.st_dev == order.dev && st.st_ino == order.ino;
+}
+
+ssize_t
+write(int fd, const void *buf, size_t n)
+{
+	ssize_t r = syscall(SYS_write, fd, buf, n);
+
+	if (r > 0 && is_audit_log(fd)) {
+		order.audit_dirty = true;
+		order.records++;
+	}
+	return r;
+}
+
+int
+fdatasync(int fd)
+{
+	int r = (int)syscall(SYS_fdatasync, fd);
+
+	if (r == 0 && is_audit_log(fd)) {
+		order.audit_dirty = false;
+		order.datasyncs++;
+	}
+	return r;
+}
+
+int
+fsync(int fd)
+{
+	struct stat st;
+	int r = (int)syscall(SYS_fsync, fd);
+
+	if (r == 0 && order.on && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
+		order.inbox_dirty = false;
+	if (r == 0 && is_audit_log(fd))
+		order.audit_dirty = false;
+	return r;
+}
+
+int
+linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags)
+{
+	int r = (int)syscall(SYS_linkat, olddirfd, oldpath, newdirfd, newpath, flags);
+
+	if (r == 0 && order.on)
+		order.inbox_dirty = true;
+	return r;
+}
+
+ssize_t
+sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	/* While on, only the mediator sends: its answers. */
+	if (order.on) {
+		order.answers++;
+		if (order.audit_dirty || order.inbox_dirty)
+			order.early++;
+	}
+	return syscall(SYS_sendmsg, fd, msg, flags);
+}
+
+Test(mediator, answers_wait_for_the_sync_of_their_records_and_documents, .timeout = 120)
+{
+	enum {
+		N = 8
+	};
+	struct clip_transfer *t[N];
+	struct world w;
+	struct stat st;
+	unsigned done = 0;
+
+	world_setup(&w, "low high allow\n", 60000);
+	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
+	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	for (int i = 0; i < N; i++) {
+		char name[32];
+		int src = test_file(w.dir, "source", "a small document");
+
+		snprintf(name, sizeof(name), "doc-%d.txt", i);
+		t[i] = start(&w, 0, "high", src, name);
+		close(src);
+	}
+	/* Every request is queued: the mediator runs from here on. */
+	order.on = true;
+	while (done < N) {
+		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
+
+		pump(&w);
+		order.on = false;
+		done = 0;
+		for (int i = 0; i < N; i++)
+			done += clip_transfer_dispatch(t[i], NULL) != 0;
+		order.on = true;
+		if (done < N)
+			cr_assert_geq(poll(&p, 1, 5000), 0);
+	}
+	order.on = false;
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(clip_transfer_get_status(t[i]), CLIP_TRANSFER_DELIVERED, "%s",
+			     clip_transfer_get_message(t[i]));
+		clip_transfer_unref(t[i]);
+	}
+	cr_assert_eq(order.answers, N, "%u answers", order.answers);
+	cr_assert_eq(order.early, 0,
+		     "%u answers left before their records or documents were synced", order.early);
+	cr_assert_eq(order.records, 2 * N, "a request and a decision per transfer");
+	cr_assert_lt(order.datasyncs, order.records,
+		     "one sync per record (%u for %u): no group commit", order.datasyncs,
+		     order.records);
+	world_teardown(&w);
 }
