@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <clip/audit.h>
@@ -207,10 +207,10 @@ mediator_new(struct clip_mediator **ret, struct clip_ctx *ctx, struct clip_polic
 	r = fcntl(m->done.fd, F_SETFL, O_NONBLOCK) < 0 ? -errno : mediator_watch(m, &m->done);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot watch the workers' pipe");
-	m->flush.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	m->flush.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	r = m->flush.fd < 0 ? -errno : mediator_watch(m, &m->flush);
 	if (r < 0)
-		return error_set_errno(reterr, r, "cannot watch the group commit's eventfd");
+		return error_set_errno(reterr, r, "cannot watch the group commit's timer");
 	*ret = steal_ptr(m);
 	return 0;
 }
@@ -415,25 +415,32 @@ reply(struct clip_mediator *m, struct conn *c, uint64_t client_id, const struct 
 
 /*
  * Group commit. A transfer's outcome is recorded (written, not synced) and
- * queued as finished; the eventfd then reads ready, after whatever epoll
- * had ready before it, so that the outcomes of the transfers that finish
- * together wait for one flush: one fdatasync of the audit log (and one
- * anchor), the documents linked, one fsync per inbox, then the answers.
- * So every record is durable before any document of its batch is linked
- * (the record first, then the document, as before), and every document and
- * record before any answer. A client waits at most for the events that
- * were ready with it; BATCH_MAX bounds a batch under a flood.
+ * queued as finished; a timerfd then reads ready, so that the outcomes of
+ * the transfers that finish together wait for one flush: one fdatasync of
+ * the audit log (and one anchor), the documents linked, one fsync per
+ * inbox, then the answers. So every record is durable before any document
+ * of its batch is linked (the record first, then the document, as before),
+ * and every document and record before any answer. With no document being
+ * read the timer expires at once (after whatever epoll had ready); while
+ * workers read documents it waits BATCH_WAIT_NS for them to join the batch
+ * (each sync costs a disk round trip and, for the anchor, a new inode).
+ * BATCH_MAX bounds a batch under a flood.
  */
 #define BATCH_MAX 64
+#define BATCH_WAIT_NS 1000000
 
 static void
 flush_soon(struct clip_mediator *m)
 {
-	uint64_t one = 1;
+	bool wait = m->n_running > 0;
+	struct itimerspec t = { .it_value.tv_nsec = wait ? BATCH_WAIT_NS : 1 };
 
-	/* An eventfd's counter only grows: a write never fails for room here. */
-	if (write(m->flush.fd, &one, sizeof(one)) != sizeof(one))
-		log_debug(m->ctx, "cannot signal the group commit: %m");
+	/* Armed already: sooner only when nothing is left to wait for. */
+	if (m->flush_armed && wait)
+		return;
+	if (timerfd_settime(m->flush.fd, 0, &t, NULL) < 0)
+		log_debug(m->ctx, "cannot arm the group commit's timer: %m");
+	m->flush_armed = true;
 }
 
 int
@@ -524,8 +531,14 @@ mediator_flush(struct clip_mediator *m)
 
 	if (!m->audit)
 		return;
-	if (m->flush.fd >= 0 && read(m->flush.fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-		log_debug(m->ctx, "cannot read the group commit's eventfd: %m");
+	if (m->flush.fd >= 0) {
+		const struct itimerspec off = { 0 };
+
+		if (read(m->flush.fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+			log_debug(m->ctx, "cannot read the group commit's timer: %m");
+		(void)timerfd_settime(m->flush.fd, 0, &off, NULL);
+		m->flush_armed = false;
+	}
 	/* 1. Every record of the batch on disk, or none of its documents linked. */
 	r = audit_commit(m->audit, &error);
 	if (r < 0)

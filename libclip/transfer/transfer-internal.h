@@ -393,11 +393,12 @@ struct clip_mediator {
 	/*
 	 * Group commit (mediator.c, "Group commit"): outcomes decided and
 	 * recorded, not yet synced, linked nor answered, in order; and an
-	 * eventfd, readable while any is waiting, that flushes them.
+	 * timerfd, armed while any is waiting, that flushes them.
 	 */
 	struct finished *finished, **finished_tail;
 	size_t n_finished;
 	struct source flush;
+	bool flush_armed;
 };
 
 /* The outcome of one request, as answered and audited. */
