@@ -1275,7 +1275,7 @@ Test(mediator, answers_wait_for_the_sync_of_their_records_and_documents, .timeou
 		N = 8
 	};
 	struct clip_transfer *t[N];
-	struct world w;
+	struct test_world w;
 	struct stat st;
 	unsigned done = 0;
 
@@ -1295,7 +1295,7 @@ Test(mediator, answers_wait_for_the_sync_of_their_records_and_documents, .timeou
 	while (done < N) {
 		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
 
-		pump(&w);
+		test_world_pump(&w);
 		order.on = false;
 		done = 0;
 		for (int i = 0; i < N; i++)
@@ -1317,5 +1317,5 @@ Test(mediator, answers_wait_for_the_sync_of_their_records_and_documents, .timeou
 	cr_assert_lt(order.datasyncs, order.records,
 		     "one sync per record (%u for %u): no group commit", order.datasyncs,
 		     order.records);
-	world_teardown(&w);
+	test_world_teardown(&w);
 }
