@@ -144,6 +144,57 @@ int clip_audit_check(struct clip_ctx *ctx, int dirfd, const char *name, clip_aud
 		     void *userdata, uint64_t *ret_count, unsigned *ret_warnings,
 		     struct clip_error **reterr);
 
+/**
+ * clip_audit_get_public_key - the public half of this machine's audit
+ * signing key, for a collector that verifies its trail
+ *
+ * The key is Ed25519, its private half derived from the context's master
+ * key (where the key provider keeps it: sealed to the TPM with the tpm
+ * provider). Each anchor carries its signature (doc/transfer.md).
+ *
+ * @param ret where a newly allocated PEM text is stored (free() it)
+ * @return 0, or -ENOKEY (no master key yet), -EINVAL, -EIO, -ENOMEM,
+ *	   -EOPNOTSUPP (no libcrypto), -ECHILD.
+ * @since 0.1
+ */
+int clip_audit_get_public_key(struct clip_ctx *ctx, char **ret, struct clip_error **reterr);
+
+/**
+ * clip_audit_export - write the trail as a stream a collector verifies
+ * with clip_audit_verify_public(): every record, then the anchor's signed
+ * line
+ *
+ * @param audit an open log
+ * @param fd where to write it
+ * @return 0, or -EINVAL, -EIO, -ENOSPC, -EPIPE, -ENOMEM, -ECHILD.
+ * @since 0.1
+ */
+int clip_audit_export(struct clip_audit *audit, int fd, struct clip_error **reterr);
+
+/**
+ * clip_audit_verify_public - verify a trail stream with a public key only
+ *
+ * A stream is records and signed lines ("s1 ..."), one a line, each
+ * possibly behind a syslog prefix ending in "clip-audit: "; other lines
+ * are ignored. It must start at record 1; each record must follow the one
+ * before it (its hash chain), each signed line must verify with
+ * @public_key and sign the chain as it stands, and the last record must
+ * be signed. The records' MACs are not checked: they need the machine's
+ * secret. A copy cut after a signed line is a valid shorter trail: compare
+ * the count with the one seen last.
+ *
+ * @param fd the stream, read to its end
+ * @param public_key the PEM text of clip_audit_get_public_key()
+ * @param fn, userdata as for clip_audit_verify()
+ * @param ret_count optional: the number of records
+ * @param reterr optional; the message names the first bad record
+ * @return 0, or -EBADMSG (the trail does not verify), -EINVAL (not an
+ *	   Ed25519 key in PEM), -EIO, -ENOMEM, -EOPNOTSUPP (no libcrypto).
+ * @since 0.1
+ */
+int clip_audit_verify_public(int fd, const char *public_key, clip_audit_record_fn fn,
+			     void *userdata, uint64_t *ret_count, struct clip_error **reterr);
+
 #ifdef __cplusplus
 }
 #endif

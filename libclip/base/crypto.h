@@ -25,8 +25,14 @@ struct clip_error;
 	X(EVP_CIPHER_CTX_new) \
 	X(EVP_DecryptFinal_ex) \
 	X(EVP_DecryptInit_ex) \
+	X(EVP_DecodeBlock) \
 	X(EVP_DecryptUpdate) \
 	X(EVP_Digest) \
+	X(EVP_DigestSign) \
+	X(EVP_DigestSignInit) \
+	X(EVP_DigestVerify) \
+	X(EVP_DigestVerifyInit) \
+	X(EVP_EncodeBlock) \
 	X(EVP_DigestFinal_ex) \
 	X(EVP_DigestInit_ex) \
 	X(EVP_DigestUpdate) \
@@ -38,6 +44,10 @@ struct clip_error;
 	X(EVP_MD_fetch) \
 	X(EVP_MD_free) \
 	X(EVP_MD_get_size) \
+	X(EVP_PKEY_free) \
+	X(EVP_PKEY_get_raw_public_key) \
+	X(EVP_PKEY_new_raw_private_key) \
+	X(EVP_PKEY_new_raw_public_key) \
 	X(EVP_aes_256_gcm) \
 	X(EVP_sha256)
 

@@ -22,6 +22,7 @@ static const char *const purpose_names[_KEY_PURPOSE_MAX] = {
 	[KEY_PURPOSE_LABEL] = "label",
 	[KEY_PURPOSE_AUDIT] = "audit",
 	[KEY_PURPOSE_ENVELOPE] = "envelope",
+	[KEY_PURPOSE_AUDIT_SIGN] = "audit-sign",
 };
 
 /*

@@ -6,7 +6,8 @@
  * mac=MAC" where every value is %-escaped printable ASCII, HASH is the
  * SHA-256 of the previous record's line (zeros for the first) and MAC is
  * HMAC-SHA256(audit key, the line up to " mac="). The anchor, NAME.head:
- * "v1 count=N last=HASH mac=MAC", replaced atomically after each append.
+ * "v1 count=N last=HASH mac=MAC", replaced atomically after each append,
+ * and its signed twin on a second line (audit-sign.c).
  *
  * syslog(3) is used here on purpose: it is the audit trail going to the
  * system's log, not library chatter, which goes to the context's handler.
@@ -56,6 +57,7 @@ struct clip_audit {
 	off_t batch_size;
 	uint64_t batch_count;
 	uint8_t batch_last[32];
+	char sig_line[AUDIT_SIG_LINE_MAX]; /* the anchor's signed line, as last written */
 };
 
 struct strbuf {
@@ -169,6 +171,7 @@ struct anchor {
 	uint8_t last[32];
 	bool bound; /* " tpm=V": bound to the TPM counter */
 	uint64_t tpm;
+	bool is_signed; /* a second line: the signed one (audit-sign.c), checked by its readers */
 };
 
 static int
@@ -194,8 +197,9 @@ static int
 anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 	    struct clip_error **reterr)
 {
-	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], untrusted_text[256], want[256];
+	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], untrusted_text[512], want[256];
 	_cleanup_close_ int fd = -1;
+	const char *nl;
 	struct anchor parsed;
 	uint8_t last[32];
 	uint64_t count, tpm = 0;
@@ -223,7 +227,21 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 	k = anchor_format(ctx, &parsed, want, sizeof(want), reterr);
 	if (k < 0)
 		return k;
-	r = (size_t)n == (size_t)k && crypto_equal(want, untrusted_text, (size_t)k);
+	/* The MAC'd line; a signed one may follow (audit-sign.c reads it). */
+	nl = strchr(untrusted_text, '\n');
+	r = nl && (size_t)(nl - untrusted_text) + 1 == (size_t)k &&
+	    crypto_equal(want, untrusted_text, (size_t)k);
+	/* The signed line, when there is one, is the one this key makes (Ed25519 is deterministic). */
+	if (r && nl[1] != '\0') {
+		char sig[AUDIT_SIG_LINE_MAX + 1];
+
+		k = audit_sign_line(ctx, parsed.count, parsed.last, sig, sizeof(sig) - 1, reterr);
+		if (k < 0)
+			return k;
+		sig[k++] = '\n';
+		r = strlen(nl + 1) == (size_t)k && crypto_equal(sig, nl + 1, (size_t)k);
+		parsed.is_signed = r;
+	}
 	if (!r)
 		return error_set(reterr, -EBADMSG,
 				 "the anchor %s does not verify: it was edited, or made with "
@@ -237,8 +255,8 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 static int
 anchor_write(struct clip_audit *audit, struct clip_error **reterr)
 {
-	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], text[256];
-	int n, r;
+	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], text[256 + AUDIT_SIG_LINE_MAX];
+	int n, r, k;
 
 	struct anchor a = { .count = audit->count,
 			    .bound = audit->tpm_bound,
@@ -250,6 +268,15 @@ anchor_write(struct clip_audit *audit, struct clip_error **reterr)
 	n = anchor_format(audit->ctx, &a, text, sizeof(text), reterr);
 	if (n < 0)
 		return n;
+	/* Signed in the same write: each record is covered once its append returns. */
+	k = audit_sign_line(audit->ctx, a.count, a.last, text + n, sizeof(text) - (size_t)n - 1,
+			    reterr);
+	if (k < 0)
+		return k;
+	memcpy(audit->sig_line, text + n, (size_t)k);
+	audit->sig_line[k] = '\0';
+	text[n + k] = '\n';
+	n += k + 1;
 	r = write_file_atomic(audit->dirfd, path, text, (size_t)n, 0600, true);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot update the anchor %s", path);
@@ -564,6 +591,8 @@ audit_free(struct clip_audit *audit)
 
 DEFINE_UNREF_CLEANUP(struct clip_audit, audit_free)
 
+static int audit_read_sig_line(struct clip_audit *audit, struct clip_error **reterr);
+
 /* Cut a torn tail, anchor records a crash left unanchored. */
 static int
 audit_recover(struct clip_audit *audit, struct clip_error **reterr)
@@ -618,9 +647,10 @@ audit_recover(struct clip_audit *audit, struct clip_error **reterr)
 	}
 	audit->count = w.count;
 	memcpy(audit->last, w.last, 32);
-	if (!a.present || w.count != a.count || bind)
+	/* An anchor made before signing is signed now. */
+	if (!a.present || w.count != a.count || bind || !a.is_signed)
 		return anchor_write(audit, reterr);
-	return 0;
+	return audit_read_sig_line(audit, reterr);
 }
 
 static int
@@ -776,12 +806,13 @@ audit_write(struct clip_audit *audit, const struct clip_audit_entry *e, struct c
 int
 audit_commit(struct clip_audit *audit, struct clip_error **reterr)
 {
+	int r;
+
 	if (!audit->dirty)
 		return 0;
 	audit->dirty = false;
 	if (fdatasync(audit->fd) < 0) {
-		int r = -errno;
-
+		r = -errno;
 		/* None of the batch is known to be on disk: none of it stays. */
 		if (ftruncate(audit->fd, audit->batch_size) < 0)
 			log_err(audit->ctx, "cannot cut audit records that were not synced");
@@ -789,7 +820,11 @@ audit_commit(struct clip_audit *audit, struct clip_error **reterr)
 		memcpy(audit->last, audit->batch_last, 32);
 		return error_set_errno(reterr, r, "cannot append to the audit log %s", audit->name);
 	}
-	return anchor_write(audit, reterr);
+	r = anchor_write(audit, reterr);
+	/* The batch's records, then the signature that covers them: a collector verifies them. */
+	if (r == 0 && (audit->flags & CLIP_AUDIT_SYSLOG))
+		syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", audit->sig_line);
+	return r;
 }
 
 int
@@ -832,4 +867,72 @@ clip_audit_append(struct clip_audit *audit, const struct clip_audit_entry *entry
 	if (r < 0)
 		return api_return(r, reterr);
 	return api_return(audit_append(audit, &e, reterr), reterr);
+}
+
+/* The anchor's signed line, for clip_audit_export() (verified already by audit_recover()). */
+static int
+audit_read_sig_line(struct clip_audit *audit, struct clip_error **reterr)
+{
+	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], text[256 + AUDIT_SIG_LINE_MAX];
+	_cleanup_close_ int fd = -1;
+	char *nl, *end;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, audit->name);
+	fd = open_regular(audit->dirfd, path, sizeof(text) - 1, NULL, reterr);
+	if (fd < 0)
+		return error_set_errno(reterr, fd, "cannot open the anchor %s", path);
+	n = read(fd, text, sizeof(text) - 1);
+	if (n < 0)
+		return error_set_errno(reterr, -errno, "cannot read the anchor %s", path);
+	text[n] = '\0';
+	nl = strchr(text, '\n');
+	end = nl ? strchr(nl + 1, '\n') : NULL;
+	if (!end || (size_t)(end - nl - 1) >= sizeof(audit->sig_line))
+		return error_set(reterr, -EBADMSG, "the anchor %s has no signed line", path);
+	*end = '\0';
+	strcpy(audit->sig_line, nl + 1);
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_audit_export(struct clip_audit *audit, int fd, struct clip_error **reterr)
+{
+	_cleanup_free_ char *buf = NULL;
+	off_t pos = 0;
+	int r;
+
+	clip_assert_reterr(reterr);
+	clip_assert_return(audit, api_return(-EINVAL, reterr));
+	ctx_assert_return_error(audit->ctx, reterr);
+	ctx_assert_log_return(audit->ctx, fd >= 0, api_return(-EINVAL, reterr));
+
+	buf = malloc(64 * 1024);
+	if (!buf)
+		return api_return(-ENOMEM, reterr);
+	/* Every record (each append leaves them anchored), then the signature of the last. */
+	for (;;) {
+		ssize_t k = pread(audit->fd, buf, 64 * 1024, pos);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return api_return(error_set_errno(reterr, -errno,
+							  "cannot read the audit log %s",
+							  audit->name),
+					  reterr);
+		if (k == 0)
+			break;
+		r = write_full(fd, buf, (size_t)k);
+		if (r < 0)
+			return api_return(error_set_errno(reterr, r, "cannot write the trail"),
+					  reterr);
+		pos += k;
+	}
+	r = write_full(fd, audit->sig_line, strlen(audit->sig_line));
+	if (r == 0)
+		r = write_full(fd, "\n", 1);
+	if (r < 0)
+		return api_return(error_set_errno(reterr, r, "cannot write the trail"), reterr);
+	return 0;
 }

@@ -511,3 +511,11 @@ int transfer_connect_to(int *ret, const char *path, const char *env, const char 
 /* Push a CLIP_FEED_* event into the mediator's feed, when it has one (feed.c). */
 void mediator_feed(struct clip_mediator *m, int type, const char *cage, const char *target,
 		   const char *name, const char *text);
+
+/* audit-sign.c: the anchor's signature. */
+#define AUDIT_SIG_LINE_MAX 256
+/* A line of a trail stream: a record of at most 16 fields of 4096 bytes, and a syslog prefix. */
+#define AUDIT_LINE_MAX_PUBLIC (17 * 4096)
+/* "s1 count=N last=HASH key=KEYID sig=SIG" into @out: its length, or -errno. */
+int audit_sign_line(struct clip_ctx *ctx, uint64_t count, const uint8_t last[32], char *out,
+		    size_t max, struct clip_error **reterr);

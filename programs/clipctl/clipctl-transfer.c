@@ -280,13 +280,91 @@ print_record(const char *record, void *userdata)
 	return 0;
 }
 
+/* A PEM public key of at most 4 KiB, read whole: a string, or NULL after a message. */
+static char *
+read_public_key(const char *path)
+{
+	char *text = calloc(1, 4097);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	ssize_t n = fd < 0 ? -1 : read(fd, text, 4096);
+
+	if (fd >= 0)
+		close(fd);
+	if (!text || n < 0) {
+		say(stderr, "clipctl: cannot read the public key %s: %m", path);
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* audit verify --public-key KEY [--trail FILE]: a trail stream, with the public key only. */
+static int
+audit_verify_public(struct clipctl *c, const char *verb, const char *key_path,
+		    const char *trail_path)
+{
+	struct clip_error *error = NULL;
+	uint64_t count = 0;
+	char *key = read_public_key(key_path);
+	int fd = STDIN_FILENO, r;
+
+	(void)c;
+	if (!key)
+		return EXIT_INVALID;
+	if (trail_path && strcmp(trail_path, "-") != 0)
+		fd = open(trail_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		say(stderr, "clipctl: cannot open the trail %s: %m", trail_path);
+		free(key);
+		return EXIT_INVALID;
+	}
+	r = clip_audit_verify_public(fd, key, strcmp(verb, "show") == 0 ? print_record : NULL, NULL,
+				     &count, &error);
+	if (r < 0)
+		r = fail_error(trail_path ? trail_path : "trail", r, error);
+	else if (strcmp(verb, "verify") == 0)
+		say(stdout, "%s: %llu records, valid (signed by %s)",
+		    trail_path ? trail_path : "trail", (unsigned long long)count, key_path);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	free(key);
+	return r;
+}
+
+/* audit export-key: the public key of this machine's trail, in PEM. */
+static int
+audit_export_key(struct clipctl *c, int argc)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	char *pem = NULL;
+	int r;
+
+	if (argc != 1)
+		return fail_usage("usage: audit export-key");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_audit_get_public_key(ctx, &pem, &error);
+	if (r < 0)
+		r = fail_error("audit signing key", r, error);
+	else
+		fputs(pem, stdout);
+	free(pem);
+	clip_ctx_unref(ctx);
+	return r;
+}
+
 int
 clipctl_audit(struct clipctl *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "log", required_argument, NULL, 'l' },
+		{ "public-key", required_argument, NULL, 'k' },
+		{ "trail", required_argument, NULL, 't' },
 		{ 0 },
 	};
+	const char *key_path = NULL, *trail_path = NULL;
 	const char *verb = argv[0], *log_path = NULL;
 	struct clip_error *error = NULL;
 	struct clip_ctx *ctx;
@@ -295,16 +373,28 @@ clipctl_audit(struct clipctl *c, int argc, char **argv)
 	char *dir = NULL, *base = NULL, *name = NULL;
 	int opt, dfd = -1, r;
 
+	if (strcmp(verb, "export-key") == 0)
+		return audit_export_key(c, argc);
 	if (strcmp(verb, "verify") != 0 && strcmp(verb, "show") != 0)
 		return fail_usage("unknown command 'audit %s'", verb);
 	optind = 0; /* 0: a full restart of getopt, permuting again */
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt != 'l')
-			return fail_usage("usage: audit %s [--log FILE]", verb);
-		log_path = optarg;
+		if (opt == 'l')
+			log_path = optarg;
+		else if (opt == 'k')
+			key_path = optarg;
+		else if (opt == 't')
+			trail_path = optarg;
+		else
+			return fail_usage("usage: audit %s [--log FILE | --public-key KEY [--trail "
+					  "FILE]]",
+					  verb);
 	}
-	if (optind != argc)
-		return fail_usage("usage: audit %s [--log FILE]", verb);
+	if (optind != argc || (log_path && key_path) || (trail_path && !key_path))
+		return fail_usage("usage: audit %s [--log FILE | --public-key KEY [--trail FILE]]",
+				  verb);
+	if (key_path)
+		return audit_verify_public(c, verb, key_path, trail_path);
 	ctx = clipctl_ctx(c);
 	if (!ctx)
 		return EXIT_USAGE;
