@@ -377,24 +377,75 @@ int clip_session_attach_cage(struct clip_cage **ret, struct clip_ctx *ctx, const
 
 /**
  * clip_session_control - ask the runner of a started session, over its
- * control socket (STATE/control.sock, the runner's uid or root only)
+ * control socket (STATE/control.sock, the runner's uid or root only; the
+ * roles' sockets, see clip_session_set_role_group())
  *
  * clip_session_start() serves the control socket; clip_session_dispatch()
  * answers it. @request is one of "status" (*@ret_status is set), "stop"
- * (the runner stops the session and reports CLIP_SESSION_EVENT_STOPPED) or
- * "restart CAGE".
+ * (the runner stops the session and reports CLIP_SESSION_EVENT_STOPPED),
+ * "restart CAGE", "start CAGE" or "stop CAGE" (one cage, the others left
+ * running). Each is the admin role's too; a request of a role is recorded
+ * in the audit trail with the uid that asked it.
  *
  * @param state_dir the session's state directory, or NULL for the default
  *	  of clip_session_set_state_dir()
  * @param ret_status where the status of "status" is stored, or NULL
  * @return 0, or -EINVAL, -ESRCH (no runner answers), -EPERM (refused to
- *	   this uid), -EPROTO (a malformed answer), the errors the runner met
- *	   (the message is its).
+ *	   this uid: the message names the role the request needs), -EPROTO
+ *	   (a malformed answer), the errors the runner met (the message is
+ *	   its).
  * @since 0.1
  */
 int clip_session_control(struct clip_ctx *ctx, const char *session, const char *state_dir,
 			 const char *request, struct clip_session_status **ret_status,
 			 struct clip_error **reterr);
+
+/* Roles of clip_session_set_role_group(). */
+#define CLIP_SESSION_ROLE_ADMIN 0 /* status, start, stop and restart cages, stop the session */
+#define CLIP_SESSION_ROLE_AUDIT 1 /* the signed trail and its public key */
+
+/**
+ * clip_session_set_role_group - let the members of a group ask the runner
+ * what one role may, over a socket of their own (STATE/admin.sock,
+ * STATE/audit.sock: 0660, root and the group), root mode only
+ *
+ * A peer has a role when its gid or one of its supplementary groups
+ * (SO_PEERGROUPS, as they were when it connected) is the role's group.
+ * Neither role reads a level's data, an inbox, the state directory or the
+ * key: the runner keeps them to itself and its cages' uids. See
+ * clip.session(5), AdminGroup= and AuditGroup=.
+ *
+ * @param role CLIP_SESSION_ROLE_ADMIN or CLIP_SESSION_ROLE_AUDIT
+ * @param gid not 0 (root's group has root's rights already)
+ * @return 0, or -EINVAL, -EBUSY (started).
+ * @since 0.1
+ */
+int clip_session_set_role_group(struct clip_session *session, int role, uint32_t gid,
+				struct clip_error **reterr);
+
+/**
+ * clip_session_get_trail - the audit trail of a running session, as the
+ * audit role reads it: a trail stream (clip_audit_export()) that
+ * clip_audit_verify_public() checks with the machine's public key
+ *
+ * @param ret_fd where a read-only, sealed copy is stored (close it)
+ * @return 0, or -EINVAL, -ESRCH, -EPERM (the message names the role
+ *	   needed), -EPROTO, -ENOMEM, the errors the runner met.
+ * @since 0.1
+ */
+int clip_session_get_trail(struct clip_ctx *ctx, const char *session, const char *state_dir,
+			   int *ret_fd, struct clip_error **reterr);
+
+/**
+ * clip_session_get_audit_key - the public key that signs a running
+ * session's trail (clip_audit_get_public_key() of its runner), in PEM
+ *
+ * @param ret where a newly allocated string is stored (free() it)
+ * @return as clip_session_get_trail().
+ * @since 0.1
+ */
+int clip_session_get_audit_key(struct clip_ctx *ctx, const char *session, const char *state_dir,
+			       char **ret, struct clip_error **reterr);
 
 /* A status: clip_session_get_status() and clip_session_control(). */
 

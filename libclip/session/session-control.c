@@ -5,10 +5,12 @@
  * The runner serves the socket in clip_session_dispatch(): a
  * SOCK_SEQPACKET socket, 0600, whose peers must also be root or the
  * runner's euid (SO_PEERCRED), at most CONTROL_CONNS_MAX at once, each
- * closed after one request or CONTROL_TIMEOUT_MS. A request is one
- * message of at most CONTROL_REQUEST_MAX bytes: "status", "stop",
- * "restart CAGE" or "watch" (session-watch.c: the connection stays, and
- * the session's events stream on it). The answer is one message:
+ * closed after one request or CONTROL_TIMEOUT_MS; and, the same way, the
+ * roles' sockets (session-roles.c), whose peers may ask what their role
+ * may. A request is one message of at most CONTROL_REQUEST_MAX bytes:
+ * "status", "stop", "restart CAGE", "start CAGE", "stop CAGE", "trail",
+ * "audit-key" or "watch" (session-watch.c: the connection stays, and the
+ * session's events stream on it). The answer is one message:
  *
  *   ok\n                                   (stop, restart)
  *   ok\nmediator PENDING AGENT\n           (status, then one line a cage,
@@ -53,9 +55,10 @@ struct session_control {
 	struct {
 		int fd;
 		long long deadline_ms;
-		uid_t refused_uid; /* not root nor the runner's: answered EPERM */
-		bool refused;
+		uid_t uid;
+		unsigned roles; /* SESSION_PEER_*; 0: answered EPERM */
 	} conns[CONTROL_CONNS_MAX];
+	int role_fds[SESSION_ROLES]; /* the roles' listening sockets, or -1 */
 };
 
 struct status_cage {
@@ -205,6 +208,8 @@ session_control_listen(struct clip_session *s, struct clip_error **reterr)
 		return -ENOMEM;
 	for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
 		ctl->conns[i].fd = -1;
+	for (size_t i = 0; i < SESSION_ROLES; i++)
+		ctl->role_fds[i] = -1;
 	s->control = ctl;
 	ctl->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	if (ctl->timer_fd < 0)
@@ -218,7 +223,7 @@ session_control_listen(struct clip_session *s, struct clip_error **reterr)
 		r = session_watch(s, ctl->timer_fd, SESSION_EV_CONTROL_TIMER, 0);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot watch the control socket");
-	return 0;
+	return session_roles_listen(s, ctl->role_fds, reterr);
 }
 
 static void
@@ -242,6 +247,7 @@ session_control_close(struct clip_session *s)
 	if (ctl) {
 		for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
 			conn_close(s, i);
+		session_roles_close(s, ctl->role_fds);
 		if (ctl->timer_fd >= 0)
 			close(ctl->timer_fd);
 		free(ctl);
@@ -296,20 +302,17 @@ answer_ok(int fd)
 }
 
 static void
-control_accept(struct clip_session *s)
+control_accept(struct clip_session *s, int listen_fd)
 {
 	struct session_control *ctl = s->control;
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	unsigned roles;
+	uid_t uid;
 	int fd;
 
-	fd = accept4(s->control_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		close(fd);
-		return;
-	}
+	roles = session_peer_roles(s, fd, &uid);
 	for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
 		if (ctl->conns[i].fd < 0) {
 			if (session_watch(s, fd, SESSION_EV_CONTROL_CONN, (unsigned)i) < 0)
@@ -321,14 +324,13 @@ control_accept(struct clip_session *s)
 			 * second. A refused peer is answered once its request is
 			 * read: closed before, it might find no answer at all.
 			 */
-			ctl->conns[i].refused = cred.uid != 0 && cred.uid != geteuid() &&
-						!test_hook_disabled("session-control-peer");
-			ctl->conns[i].refused_uid = cred.uid;
-			if (ctl->conns[i].refused)
+			ctl->conns[i].roles = roles;
+			ctl->conns[i].uid = uid;
+			if (roles == 0)
 				log_warning(s->ctx,
 					    "session '%s': refusing a control connection of uid "
-					    "%u (pid %d)",
-					    s->name, (unsigned)cred.uid, (int)cred.pid);
+					    "%u (no role)",
+					    s->name, (unsigned)uid);
 			timer_arm(ctl);
 			return;
 		}
@@ -342,6 +344,8 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 	struct session_control *ctl = s->control;
 	char req[CONTROL_REQUEST_MAX + 1];
 	int fd = ctl->conns[i].fd;
+	const char *role = NULL;
+	unsigned roles, needs;
 	ssize_t n;
 
 	n = recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT | MSG_TRUNC);
@@ -362,12 +366,26 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		return 1;
 	}
 	req[n] = '\0';
-	if (ctl->conns[i].refused) {
-		char message[128];
+	roles = ctl->conns[i].roles;
+	needs = session_request_needs(req, &role);
+	if (roles == 0 || (!(roles & SESSION_PEER_ALL) && !(roles & needs))) {
+		char message[192];
 
-		snprintf(message, sizeof(message), "uid %u may not control session '%s'",
-			 (unsigned)ctl->conns[i].refused_uid, s->name);
+		if (roles)
+			snprintf(message, sizeof(message),
+				 "uid %u may not ask '%.40s': it needs %s",
+				 (unsigned)ctl->conns[i].uid, req, role);
+		else
+			snprintf(message, sizeof(message),
+				 "uid %u may not control session '%s' (it has no role)",
+				 (unsigned)ctl->conns[i].uid, s->name);
 		answer_error(fd, -EPERM, message);
+		if (roles)
+			log_warning(s->ctx, "session '%s': uid %u refused a request that needs %s",
+				    s->name, (unsigned)ctl->conns[i].uid, role);
+	} else if (session_roles_request(s, fd, req)) {
+		if (strcmp(req, "trail") != 0 && strcmp(req, "audit-key") != 0)
+			session_roles_audit(s, ctl->conns[i].uid, roles, req, 0);
 	} else if (strcmp(req, "watch") == 0) {
 		/* The connection stays open: the session's events stream on it. */
 		session_watch_add(s, fd);
@@ -385,6 +403,7 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 		int r = clip_session_restart_cage(s, req + 8, 0, &e);
 
+		session_roles_audit(s, ctl->conns[i].uid, roles, req, r);
 		if (r < 0)
 			answer_error(fd, r, e ? clip_error_get_message(e) : strerror(-r));
 		else
@@ -394,7 +413,9 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 		int r;
 
-		log_notice(s->ctx, "session '%s': stop asked on the control socket", s->name);
+		log_notice(s->ctx, "session '%s': stop asked on the control socket by uid %u",
+			   s->name, (unsigned)ctl->conns[i].uid);
+		session_roles_audit(s, ctl->conns[i].uid, roles, req, 0);
 		r = clip_session_stop(s, 0, &e);
 		if (r < 0)
 			answer_error(fd, r, clip_error_get_message(e));
@@ -409,7 +430,9 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 					   ? '?'
 					   : req[k];
 		shown[k] = '\0';
-		answer_error(fd, -EINVAL, "unknown request (status, stop, restart CAGE, watch)");
+		answer_error(fd, -EINVAL,
+			     "unknown request (status, stop, restart CAGE, start CAGE, stop CAGE, "
+			     "trail, audit-key, watch)");
 		log_notice(s->ctx, "session '%s': unknown control request '%s'", s->name, shown);
 	}
 	close(fd);
@@ -441,7 +464,10 @@ session_control_dispatch(struct clip_session *s, uint64_t tag, struct clip_error
 		return 1;
 	switch (kind) {
 	case SESSION_EV_CONTROL:
-		control_accept(s);
+		if (index == 0)
+			control_accept(s, s->control_fd);
+		else if (index <= SESSION_ROLES && s->control->role_fds[index - 1] >= 0)
+			control_accept(s, s->control->role_fds[index - 1]);
 		return 1;
 	case SESSION_EV_CONTROL_CONN:
 		if (index < CONTROL_CONNS_MAX && s->control->conns[index].fd >= 0)
@@ -578,9 +604,12 @@ int
 session_control_connect(struct clip_ctx *ctx, const char *session, const char *state_dir,
 			struct clip_error **reterr)
 {
+	static const char *const sockets[] = { SESSION_CONTROL_SOCKET, SESSION_ADMIN_SOCKET,
+					       SESSION_AUDIT_SOCKET };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	_cleanup_free_ char *dir = NULL;
 	_cleanup_close_ int dfd = -1, fd = -1;
+	int first = 0;
 
 	if (!state_dir && !clip_ctx_get_state_dir(ctx))
 		return error_set(reterr, -EINVAL, "session '%s': no state directory to find it in",
@@ -597,23 +626,33 @@ session_control_connect(struct clip_ctx *ctx, const char *session, const char *s
 				 (unsigned)geteuid(), session, dir);
 	if (dfd < 0)
 		return error_set_errno(reterr, -errno, "cannot open %s", dir);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return error_set_errno(reterr, -errno, "cannot create a socket");
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SESSION_CONTROL_SOCKET, dfd);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		if (errno == ENOENT || errno == ECONNREFUSED)
-			return error_set(reterr, -ESRCH,
-					 "no runner of session '%s' answers at %s/%s", session, dir,
-					 SESSION_CONTROL_SOCKET);
-		if (errno == EACCES || errno == EPERM)
-			return error_set(reterr, -EPERM,
-					 "uid %u may not control session '%s' (%s/%s)",
-					 (unsigned)geteuid(), session, dir, SESSION_CONTROL_SOCKET);
-		return error_set_errno(reterr, -errno, "cannot connect to %s/%s", dir,
-				       SESSION_CONTROL_SOCKET);
+	/* The runner's own socket, else a role's: the first this uid may reach. */
+	for (size_t i = 0; i < ELEMENTSOF(sockets); i++) {
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return error_set_errno(reterr, -errno, "cannot create a socket");
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/%s", dfd, sockets[i]);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return steal_fd(fd);
+		if (i == 0)
+			first = errno;
+		close(fd);
+		fd = -1;
+		/* Only a uid refused the runner's socket tries the roles'. */
+		if (first != EACCES && first != EPERM)
+			break;
 	}
-	return steal_fd(fd);
+	errno = first;
+	if (errno == ENOENT || errno == ECONNREFUSED)
+		return error_set(reterr, -ESRCH, "no runner of session '%s' answers at %s/%s",
+				 session, dir, SESSION_CONTROL_SOCKET);
+	if (errno == EACCES || errno == EPERM)
+		return error_set(reterr, -EPERM,
+				 "uid %u may not control session '%s' (%s/%s, and no role's socket "
+				 "lets it in)",
+				 (unsigned)geteuid(), session, dir, SESSION_CONTROL_SOCKET);
+	return error_set_errno(reterr, -errno, "cannot connect to %s/%s", dir,
+			       SESSION_CONTROL_SOCKET);
 }
 
 /* "error ERRNO MESSAGE\n" from the runner: its errno and its message, or -EPROTO. */

@@ -81,6 +81,8 @@ struct parser {
 	struct file_rule *rules;
 	size_t n_rules;
 	uint32_t confirm_timeout_ms;
+	uint32_t role_gid[SESSION_ROLES]; /* AdminGroup=, AuditGroup= (session-roles.c) */
+	bool role_set[SESSION_ROLES];
 };
 
 static struct parser *
@@ -277,10 +279,38 @@ bad:
 			 CONFIRM_TIMEOUT_MAX_S);
 }
 
+static int
+parse_role_group(struct ini *ini, const struct ini_key *k, char *value, size_t offset, int role)
+{
+	struct parser *ps = parser_of(ini);
+	char why[128];
+	int r;
+
+	r = session_group_parse(value, &ps->role_gid[role], why, sizeof(why));
+	if (r < 0)
+		return ini_error(&ps->ini, k, offset, r, "%s", why);
+	ps->role_set[role] = true;
+	return 0;
+}
+
+static int
+parse_admin_group(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
+{
+	return parse_role_group(ini, k, value, offset, CLIP_SESSION_ROLE_ADMIN);
+}
+
+static int
+parse_audit_group(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
+{
+	return parse_role_group(ini, k, value, offset, CLIP_SESSION_ROLE_AUDIT);
+}
+
 /* In the formatter's order. */
 static const struct ini_key keys[] = {
 	{ SECTION_SESSION, "Name", parse_session_name, false },
 	{ SECTION_SESSION, "StateDirectory", parse_state_dir, false },
+	{ SECTION_SESSION, "AdminGroup", parse_admin_group, false },
+	{ SECTION_SESSION, "AuditGroup", parse_audit_group, false },
 	{ SECTION_CAGE, "Name", parse_cage_name, false },
 	{ SECTION_CAGE, "Level", parse_level, false },
 	{ SECTION_CAGE, "Profile", parse_profile, false },
@@ -428,6 +458,9 @@ session_build(struct parser *ps, struct clip_session **ret, struct clip_ctx *ctx
 	r = clip_session_new(&s, ctx, ps->name, &e);
 	if (r >= 0 && ps->state_dir)
 		r = clip_session_set_state_dir(s, ps->state_dir, &e);
+	for (int role = 0; r >= 0 && role < SESSION_ROLES; role++)
+		if (ps->role_set[role])
+			r = clip_session_set_role_group(s, role, ps->role_gid[role], &e);
 	if (r < 0 && r != -ENOMEM)
 		r = error_set(ps->ini.reterr, r, "%s: [Session] %s", ps->ini.filename,
 			      clip_error_get_message(e));
@@ -676,6 +709,7 @@ session_format(const struct clip_session *s, char **ret)
 	fprintf(f, "[Session]\nName=%s\n", s->name);
 	if (s->state_dir)
 		fprintf(f, "StateDirectory=%s\n", s->state_dir);
+	session_roles_format(s, f);
 	for (size_t i = 0; i < s->n_cages && r >= 0; i++) {
 		const struct session_cage *c = sorted[i];
 		_cleanup_free_ char *level = NULL;

@@ -12,6 +12,8 @@
  *                    clip_session_control()) and the status object
  *   session-watch.c  the feed of what the user should see, streamed to
  *                    "watch" connections (clip_session_watch())
+ *   session-roles.c  the admin and audit roles: their groups, their sockets,
+ *                    what each may ask, the trail handed to the audit role
  *
  * Calls: base cage label level transfer
  */
@@ -19,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -107,6 +110,8 @@ struct clip_session {
 	struct clip_feed *feed; /* what the user should see, for the watchers (session-watch.c) */
 	int watch_fds[SESSION_WATCHERS_MAX]; /* the control connections that asked "watch" */
 	size_t n_watch;
+	uint32_t role_gid[2]; /* CLIP_SESSION_ROLE_*: the group of each role (session-roles.c) */
+	bool role_set[2];
 };
 
 /* An argument refused with a message (clip_assert_return() with a reason). */
@@ -178,3 +183,32 @@ int session_control_connect(struct clip_ctx *ctx, const char *session, const cha
 			    struct clip_error **reterr);
 int session_answer_error_parse(const char *session, char *untrusted_text,
 			       struct clip_error **reterr);
+
+/* session-roles.c */
+#define SESSION_ROLES 2 /* CLIP_SESSION_ROLE_ADMIN, CLIP_SESSION_ROLE_AUDIT */
+#define SESSION_ADMIN_SOCKET "admin.sock" /* 0660 root:AdminGroup */
+#define SESSION_AUDIT_SOCKET "audit.sock" /* 0660 root:AuditGroup */
+/* What a control peer is: root or the runner's uid (everything), and each role it has. */
+#define SESSION_PEER_ALL (1u << 0)
+#define SESSION_PEER_ADMIN (1u << 1)
+#define SESSION_PEER_AUDIT (1u << 2)
+/* AdminGroup=/AuditGroup=: a gid, or a group's name resolved now; -EINVAL with @why. */
+int session_group_parse(const char *value, uint32_t *ret, char *why, size_t size);
+void session_roles_format(const struct clip_session *s, FILE *f);
+/* The roles' sockets (root mode, groups set): @fds[role] or -1 each. */
+int session_roles_listen(struct clip_session *s, int fds[SESSION_ROLES],
+			 struct clip_error **reterr);
+void session_roles_close(struct clip_session *s, int fds[SESSION_ROLES]);
+/* The SESSION_PEER_* of the peer of @fd (SO_PEERCRED, SO_PEERGROUPS); 0: none. */
+unsigned session_peer_roles(const struct clip_session *s, int fd, uid_t *ret_uid);
+/* The SESSION_PEER_* a request needs besides ALL, and the role's name for messages. */
+unsigned session_request_needs(const char *req, const char **ret_role);
+/* Serve the requests of this file ("trail", "audit-key", "start CAGE", "stop CAGE"): 1 when @req was one. */
+int session_roles_request(struct clip_session *s, int fd, const char *req);
+/* Record a request that changes the session in the audit trail, with who asked it. */
+void session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const char *req,
+			 int result);
+
+/* session-run.c, for the requests of session-roles.c */
+int session_cage_start(struct clip_session *s, struct session_cage *c, struct clip_error **reterr);
+void session_cage_stop(struct clip_session *s, struct session_cage *c, unsigned grace_ms);

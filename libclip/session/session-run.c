@@ -895,3 +895,21 @@ clip_session_get_audit(struct clip_session *s)
 {
 	return s && s->started ? s->audit : NULL;
 }
+
+/* One cage started or stopped on request (session-roles.c), the others left alone. */
+int
+session_cage_start(struct clip_session *s, struct session_cage *c, struct clip_error **reterr)
+{
+	if (c->cage && clip_cage_get_state(c->cage) == CLIP_CAGE_RUNNING)
+		return error_set(reterr, -EBUSY, "session '%s': cage '%s' is running", s->name,
+				 c->name);
+	c->failed = false;
+	c->restarts_in_window = 0;
+	return cage_run(s, c, reterr);
+}
+
+void
+session_cage_stop(struct clip_session *s, struct session_cage *c, unsigned grace_ms)
+{
+	cage_halt(s, c, grace_ms ? grace_ms : SESSION_GRACE_MS);
+}

@@ -377,6 +377,99 @@ session_restart(struct clipctl *c, int argc, char **argv)
 	return 0;
 }
 
+/* session start|stop [--session-dir DIR] NAME CAGE: one cage, the others left running. */
+static int
+session_cage(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	char request[64];
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 2)
+		return fail_usage("usage: session %s [--session-dir DIR] NAME CAGE", argv[0]);
+	if (strlen(argv[optind + 1]) > 32)
+		return fail_usage("session %s: no cage is named '%.40s...'", argv[0],
+				  argv[optind + 1]);
+	snprintf(request, sizeof(request), "%s %s", argv[0], argv[optind + 1]);
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_control(ctx, argv[optind], o.dir, request, NULL, &error);
+	clip_ctx_unref(ctx);
+	if (r < 0)
+		return fail_error(argv[optind], r, error);
+	say(stdout, "cage %s of session %s %s", argv[optind + 1], argv[optind],
+	    strcmp(argv[0], "start") == 0 ? "started" : "stopped");
+	return 0;
+}
+
+/* session trail NAME: the trail stream on standard output (the audit role's). */
+static int
+session_trail(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	char buf[65536];
+	ssize_t n;
+	int r, fd = -1;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 1)
+		return fail_usage("usage: session trail [--session-dir DIR] NAME");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_get_trail(ctx, argv[optind], o.dir, &fd, &error);
+	clip_ctx_unref(ctx);
+	if (r < 0)
+		return fail_error(argv[optind], r, error);
+	/* Verified records are printable ASCII; an unverified copy goes to a file or a verifier. */
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (fwrite(buf, 1, (size_t)n, stdout) != (size_t)n)
+			break;
+	close(fd);
+	if (n != 0 || fflush(stdout) != 0) {
+		say(stderr, "clipctl: session %s: cannot copy the trail: %m", argv[optind]);
+		return EXIT_INVALID;
+	}
+	return 0;
+}
+
+/* session audit-key NAME: the public key that signs the session's trail. */
+static int
+session_audit_key(struct clipctl *c, int argc, char **argv)
+{
+	struct clip_error *error = NULL;
+	struct clip_ctx *ctx;
+	struct session_opts o;
+	char *pem = NULL;
+	int r;
+
+	r = parse_opts(argc, argv, &o);
+	if (r != 0)
+		return r;
+	if (argc - optind != 1)
+		return fail_usage("usage: session audit-key [--session-dir DIR] NAME");
+	ctx = clipctl_ctx(c);
+	if (!ctx)
+		return EXIT_USAGE;
+	r = clip_session_get_audit_key(ctx, argv[optind], o.dir, &pem, &error);
+	clip_ctx_unref(ctx);
+	if (r < 0)
+		return fail_error(argv[optind], r, error);
+	fputs(pem, stdout);
+	free(pem);
+	return 0;
+}
+
 /* One event on one line, escaped as a whole: TYPE CAGE[ -> TARGET][: NAME][ (TEXT)]. */
 static void
 print_event(const struct clip_feed_event *e)
@@ -463,7 +556,8 @@ int
 clipctl_session(struct clipctl *c, int argc, char **argv)
 {
 	if (argc < 1)
-		return fail_usage("session: up, down, status, restart, exec or watch");
+		return fail_usage("session: up, down, status, restart, start, stop, exec, watch, "
+				  "trail or audit-key");
 	if (strcmp(argv[0], "up") == 0)
 		return session_up(c, argc, argv);
 	if (strcmp(argv[0], "down") == 0)
@@ -476,5 +570,11 @@ clipctl_session(struct clipctl *c, int argc, char **argv)
 		return clipctl_session_exec(c, argc, argv);
 	if (strcmp(argv[0], "watch") == 0)
 		return session_watch(c, argc, argv);
+	if (strcmp(argv[0], "start") == 0 || strcmp(argv[0], "stop") == 0)
+		return session_cage(c, argc, argv);
+	if (strcmp(argv[0], "trail") == 0)
+		return session_trail(c, argc, argv);
+	if (strcmp(argv[0], "audit-key") == 0)
+		return session_audit_key(c, argc, argv);
 	return fail_usage("session: unknown command '%s'", argv[0]);
 }
