@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -531,6 +532,57 @@ Test(session, format_is_canonical_and_parses_back)
 	free(b);
 	clip_session_unref(s);
 	clip_session_unref(again);
+}
+
+Test(session, role_groups_are_gids_names_resolved_at_parse)
+{
+	static const struct {
+		const char *text, *why;
+	} bad[] = {
+		{ HEAD "AdminGroup=0\n" LOW, "'0' is not a gid" },
+		{ HEAD "AdminGroup=root\n" LOW, "root's group" },
+		{ HEAD "AuditGroup=no-such-group-here\n" LOW, "is not a group of this system" },
+		{ HEAD "AdminGroup=4294967295\n" LOW, "is not a gid" },
+		{ HEAD "AdminGroup=4242\nAuditGroup=4242\n" LOW, "two roles, two groups" },
+		{ HEAD "AdminGroup=4242\nAdminGroup=4243\n" LOW, "given twice" },
+	};
+	struct clip_session *s = NULL;
+	struct group *g;
+	char text[512], want[64], *a, *m = NULL;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_errno(parse(bad[i].text, AT_FDCWD, &s, &m, NULL), -EINVAL);
+		cr_assert_null(s);
+		message_has(m, "t.session", bad[i].why, NULL);
+		free(m);
+		m = NULL;
+	}
+	/* Numeric, and written back so. */
+	cr_assert_eq(parse(HEAD "AuditGroup=4343\nAdminGroup=4242\n" LOW, AT_FDCWD, &s, &m, NULL),
+		     0, "%s", m ? m : "");
+	a = format(s);
+	cr_assert(strstr(a, "[Session]\nName=t\nAdminGroup=4242\nAuditGroup=4343\n"), "%s", a);
+	free(a);
+	clip_session_unref(s);
+	/* A name: resolved once, at parse; the session keeps the gid. */
+	setgrent();
+	while ((g = getgrent()) && g->gr_gid == 0)
+		;
+	cr_assert_not_null(g, "no group but root's on this system");
+	snprintf(text, sizeof(text), HEAD "AdminGroup=%s\n" LOW, g->gr_name);
+	snprintf(want, sizeof(want), "AdminGroup=%u\n", (unsigned)g->gr_gid);
+	endgrent();
+	cr_assert_eq(parse(text, AT_FDCWD, &s, &m, NULL), 0, "%s", m ? m : "");
+	a = format(s);
+	cr_assert(strstr(a, want), "%s", a);
+	free(a);
+	/* The API's checks. */
+	assert_errno(clip_session_set_role_group(s, 2, 4242, NULL), -EINVAL);
+	assert_errno(clip_session_set_role_group(s, CLIP_SESSION_ROLE_AUDIT, 0, NULL), -EINVAL);
+	assert_errno(clip_session_set_role_group(s, CLIP_SESSION_ROLE_AUDIT, g->gr_gid, NULL),
+		     -EINVAL);
+	cr_assert_eq(clip_session_set_role_group(s, CLIP_SESSION_ROLE_AUDIT, 4343, NULL), 0);
+	clip_session_unref(s);
 }
 
 Test(session, format_refuses_what_it_cannot_write)
