@@ -39,7 +39,8 @@ main(int argc, char **argv)
 	int n, r = 0;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: audit-append STATE_DIR KEY_PROVIDER N [syslog] [export=FILE]\n");
+		fprintf(stderr,
+			"usage: audit-append STATE_DIR KEY_PROVIDER N [syslog] [export=FILE]\n");
 		return 2;
 	}
 	for (int i = 4; i < argc; i++) {
