@@ -180,6 +180,22 @@ int clip_mediator_get_fd(struct clip_mediator *mediator);
 int clip_mediator_dispatch(struct clip_mediator *mediator, struct clip_error **reterr);
 
 /**
+ * clip_mediator_set_policy - replace the policy of a running mediator
+ *
+ * The new policy is checked against the mediator's cages as
+ * clip_mediator_add_cage() checks the first (clip_policy_check_cages());
+ * refused, the old one stays. Requests decided before keep their rule
+ * (a delivery under way, a question to the user); the next request is
+ * decided by the new policy.
+ *
+ * @param policy a reference is taken
+ * @return 0, or -EINVAL (the message names the rule), -ECHILD.
+ * @since 0.1
+ */
+int clip_mediator_set_policy(struct clip_mediator *mediator, struct clip_policy *policy,
+			     struct clip_error **reterr);
+
+/**
  * clip_mediator_get_pending - how many questions wait for the user's answer
  * (`ask` rules), for a status display
  *

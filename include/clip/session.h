@@ -384,7 +384,10 @@ int clip_session_attach_cage(struct clip_cage **ret, struct clip_ctx *ctx, const
  * answers it. @request is one of "status" (*@ret_status is set), "stop"
  * (the runner stops the session and reports CLIP_SESSION_EVENT_STOPPED),
  * "restart CAGE", "start CAGE" or "stop CAGE" (one cage, the others left
- * running). Each is the admin role's too; a request of a role is recorded
+ * running) or "reload" (the runner reads its file again, clip_session_load()'s,
+ * and checks it whole before anything changes; only the rules and the
+ * profiles may differ: the rules decide the next request, a new profile is
+ * the cage's at its next start or restart). Each is the admin role's too; a request of a role is recorded
  * in the audit trail with the uid that asked it.
  *
  * @param state_dir the session's state directory, or NULL for the default
@@ -401,7 +404,7 @@ int clip_session_control(struct clip_ctx *ctx, const char *session, const char *
 			 struct clip_error **reterr);
 
 /* Roles of clip_session_set_role_group(). */
-#define CLIP_SESSION_ROLE_ADMIN 0 /* status, start, stop and restart cages, stop the session */
+#define CLIP_SESSION_ROLE_ADMIN 0 /* status, start, stop and restart cages, reload, stop */
 #define CLIP_SESSION_ROLE_AUDIT 1 /* the signed trail and its public key */
 
 /**

@@ -8,8 +8,8 @@
  * closed after one request or CONTROL_TIMEOUT_MS; and, the same way, the
  * roles' sockets (session-roles.c), whose peers may ask what their role
  * may. A request is one message of at most CONTROL_REQUEST_MAX bytes:
- * "status", "stop", "restart CAGE", "start CAGE", "stop CAGE", "trail",
- * "audit-key" or "watch" (session-watch.c: the connection stays, and the
+ * "status", "stop", "restart CAGE", "start CAGE", "stop CAGE", "reload",
+ * "trail", "audit-key" or "watch" (session-watch.c: the connection stays, and the
  * session's events stream on it). The answer is one message:
  *
  *   ok\n                                   (stop, restart)
@@ -346,6 +346,7 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 	int fd = ctl->conns[i].fd;
 	const char *role = NULL;
 	unsigned roles, needs;
+	int handled;
 	ssize_t n;
 
 	n = recv(fd, req, sizeof(req) - 1, MSG_DONTWAIT | MSG_TRUNC);
@@ -383,9 +384,9 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		if (roles)
 			log_warning(s->ctx, "session '%s': uid %u refused a request that needs %s",
 				    s->name, (unsigned)ctl->conns[i].uid, role);
-	} else if (session_roles_request(s, fd, req)) {
+	} else if ((handled = session_roles_request(s, fd, req)) != 0) {
 		if (strcmp(req, "trail") != 0 && strcmp(req, "audit-key") != 0)
-			session_roles_audit(s, ctl->conns[i].uid, roles, req, 0);
+			session_roles_audit(s, ctl->conns[i].uid, roles, req, handled);
 	} else if (strcmp(req, "watch") == 0) {
 		/* The connection stays open: the session's events stream on it. */
 		session_watch_add(s, fd);
@@ -432,7 +433,7 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		shown[k] = '\0';
 		answer_error(fd, -EINVAL,
 			     "unknown request (status, stop, restart CAGE, start CAGE, stop CAGE, "
-			     "trail, audit-key, watch)");
+			     "reload, trail, audit-key, watch)");
 		log_notice(s->ctx, "session '%s': unknown control request '%s'", s->name, shown);
 	}
 	close(fd);

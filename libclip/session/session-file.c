@@ -655,7 +655,11 @@ clip_session_load(struct clip_session **ret, struct clip_ctx *ctx, const char *p
 		path,
 		api_return(error_set(reterr, -EINVAL, "%s: the path is NULL", __func__), reterr));
 
-	return api_return(session_load(ret, ctx, path, reterr), reterr);
+	int r = api_return(session_load(ret, ctx, path, reterr), reterr);
+
+	if (r >= 0)
+		session_remember_file(*ret, path);
+	return r;
 }
 
 /* -- the formatter --------------------------------------------------- */

@@ -78,6 +78,7 @@ struct session_cage {
 	/* Its Landlock denials fed (session_feed_denial()), and those over the rate. */
 	struct token_bucket denials;
 	uint64_t denials_suppressed;
+	bool reloaded; /* a reload gave it a new profile: its next start makes the cage anew */
 };
 
 /* At most this many "watch" connections at once (session-watch.c). */
@@ -112,6 +113,7 @@ struct clip_session {
 	size_t n_watch;
 	uint32_t role_gid[2]; /* CLIP_SESSION_ROLE_*: the group of each role (session-roles.c) */
 	bool role_set[2];
+	char *file_path; /* clip_session_load()'s, read again by "reload" (session-roles.c) */
 };
 
 /* An argument refused with a message (clip_assert_return() with a reason). */
@@ -203,8 +205,14 @@ void session_roles_close(struct clip_session *s, int fds[SESSION_ROLES]);
 unsigned session_peer_roles(const struct clip_session *s, int fd, uid_t *ret_uid);
 /* The SESSION_PEER_* a request needs besides ALL, and the role's name for messages. */
 unsigned session_request_needs(const char *req, const char **ret_role);
-/* Serve the requests of this file ("trail", "audit-key", "start CAGE", "stop CAGE"): 1 when @req was one. */
+/*
+ * Serve the requests of this file ("trail", "audit-key", "start CAGE", "stop CAGE",
+ * "reload", "restart CAGE" of a reloaded cage): 1 when @req was one and done, -errno
+ * when it was one and failed (answered both), 0 when it was none.
+ */
 int session_roles_request(struct clip_session *s, int fd, const char *req);
+/* clip_session_load() keeps the file's path for "reload" (none when out of memory). */
+void session_remember_file(struct clip_session *s, const char *path);
 /* Record a request that changes the session in the audit trail, with who asked it. */
 void session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const char *req,
 			 int result);

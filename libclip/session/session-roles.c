@@ -14,7 +14,8 @@
  * only when one of its groups is the role's. Root and the runner's own uid
  * keep every request.
  *
- *   admin: status, stop, restart CAGE, start CAGE, stop CAGE, audit-key
+ *   admin: status, stop, restart CAGE, start CAGE, stop CAGE, reload,
+ *          audit-key
  *   audit: trail, audit-key
  *
  * "trail" is answered "ok\n" with a memfd (SCM_RIGHTS): a sealed copy of
@@ -306,6 +307,124 @@ answer_trail(struct clip_session *s, int fd)
 	(void)sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+void
+session_remember_file(struct clip_session *s, const char *path)
+{
+	free(s->file_path);
+	s->file_path = realpath(path, NULL);
+}
+
+/* A reload may change the rules and the profiles, nothing else: 0, or -EINVAL naming what. */
+static int
+reload_same_shape(struct clip_session *s, struct clip_session *n, struct clip_error **reterr)
+{
+	_cleanup_free_ char *a = session_state_path(s), *b = session_state_path(n);
+
+	if (!a || !b)
+		return -ENOMEM;
+	if (strcmp(a, b) != 0 || n->n_cages != s->n_cages ||
+	    memcmp(n->role_set, s->role_set, sizeof(s->role_set)) != 0 ||
+	    memcmp(n->role_gid, s->role_gid, sizeof(s->role_gid)) != 0)
+		return error_set(
+			reterr, -EINVAL,
+			"a reload changes the rules and the profiles only: its state "
+			"directory, cages or groups differ (stop the session and start it)");
+	for (size_t i = 0; i < s->n_cages; i++) {
+		struct session_cage *c = s->cages[i], *nc = session_find_cage(n, c->name);
+		_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
+		int r;
+
+		if (!nc || !clip_level_equal(nc->level, c->level) ||
+		    strcmp(nc->data_dir, c->data_dir) != 0 || nc->restart != c->restart)
+			return error_set(reterr, -EINVAL,
+					 "a reload changes the rules and the profiles only: cage "
+					 "'%s' is gone, or its level, data directory or restart "
+					 "rule differ",
+					 c->name);
+		/* Its new profile with the wiring: the uid that owns its inbox and data stays. */
+		r = session_cage_profile(n, nc, &p, reterr);
+		if (r < 0)
+			return r;
+		if (s->mode == CLIP_CAGE_MODE_ROOT &&
+		    clip_cage_profile_get_uid_base(p) != c->run_uid)
+			return error_set(reterr, -EINVAL,
+					 "a reload may not move cage '%s' to another uid base (%u, "
+					 "not %u): its inbox and data are that uid's",
+					 c->name, (unsigned)clip_cage_profile_get_uid_base(p),
+					 (unsigned)c->run_uid);
+	}
+	return 0;
+}
+
+/* Whether two profiles say the same: 1, 0, or -errno. */
+static int
+profile_same(const struct clip_cage_profile *a, const struct clip_cage_profile *b)
+{
+	_cleanup_free_ char *ta = NULL, *tb = NULL;
+	int r = clip_cage_profile_format(a, &ta);
+
+	if (r >= 0)
+		r = clip_cage_profile_format(b, &tb);
+	return r < 0 ? r : strcmp(ta, tb) == 0;
+}
+
+/*
+ * "reload": the session's file read again and checked whole (its profiles,
+ * its wiring, its rules against the cages) before anything changes; a
+ * refused one changes nothing. The new rules decide the next request; a
+ * new profile is the cage's at its next start (or restart).
+ */
+static int
+session_reload(struct clip_session *s, struct clip_error **reterr)
+{
+	_cleanup_(clip_session_unrefp) struct clip_session *n = NULL;
+	_cleanup_(clip_policy_unrefp) struct clip_policy *policy = NULL;
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	unsigned changed = 0;
+	int r;
+
+	if (!s->file_path)
+		return error_set(reterr, -EOPNOTSUPP,
+				 "session '%s' was not loaded from a file: nothing to reload",
+				 s->name);
+	r = clip_session_load(&n, s->ctx, s->file_path, &e);
+	if (r >= 0)
+		r = reload_same_shape(s, n, &e);
+	if (r >= 0 && n->policy)
+		policy = clip_policy_ref(n->policy);
+	else if (r >= 0)
+		r = clip_policy_parse(&policy, "", 0, "(no policy)", &e);
+	if (r >= 0 && s->mediator)
+		r = clip_mediator_set_policy(s->mediator, policy, &e);
+	if (r < 0)
+		return error_set(reterr, r, "reload refused, nothing changed: %s",
+				 e ? clip_error_get_message(e) : strerror(-r));
+	/* From here nothing fails: the rules are in, the profiles follow. */
+	clip_policy_unref(s->policy);
+	s->policy = n->policy ? clip_policy_ref(n->policy) : NULL;
+	for (size_t i = 0; s->rules && s->rules[i]; i++)
+		free(s->rules[i]);
+	free(s->rules);
+	s->rules = steal_ptr(n->rules);
+	for (size_t i = 0; i < s->n_cages; i++) {
+		struct session_cage *c = s->cages[i], *nc = session_find_cage(n, c->name);
+		struct clip_cage_profile *p = c->profile;
+		char *path = c->profile_path;
+
+		if (profile_same(p, nc->profile) == 1)
+			continue;
+		c->profile = nc->profile;
+		c->profile_path = nc->profile_path;
+		nc->profile = p;
+		nc->profile_path = path;
+		c->reloaded = true;
+		changed++;
+	}
+	log_notice(s->ctx, "session '%s': reloaded from %s: its rules, and %u new profiles",
+		   s->name, s->file_path, changed);
+	return 0;
+}
+
 int
 session_roles_request(struct clip_session *s, int fd, const char *req)
 {
@@ -313,6 +432,30 @@ session_roles_request(struct clip_session *s, int fd, const char *req)
 	struct session_cage *c;
 	bool start;
 	int r;
+
+	if (strcmp(req, "reload") == 0) {
+		r = session_reload(s, &e);
+		if (r < 0)
+			answer_errorf(fd, r, clip_error_get_message(e));
+		else
+			answer_text(fd, "ok\n");
+		return r < 0 ? r : 1;
+	}
+	/* A cage with a new profile is made anew at its restart. */
+	if (strncmp(req, "restart ", 8) == 0) {
+		c = session_find_cage(s, req + 8);
+		if (!c || !c->reloaded)
+			return 0;
+		session_cage_stop(s, c, 0);
+		r = session_cage_start(s, c, &e);
+		if (r < 0)
+			answer_errorf(fd, r, clip_error_get_message(e));
+		else {
+			c->restarts++;
+			answer_text(fd, "ok\n");
+		}
+		return r < 0 ? r : 1;
+	}
 
 	if (strcmp(req, "trail") == 0) {
 		answer_trail(s, fd);
@@ -350,7 +493,7 @@ session_roles_request(struct clip_session *s, int fd, const char *req)
 		answer_text(fd, "ok\n");
 	log_notice(s->ctx, "session '%s': cage '%s' %s on request", s->name, c->name,
 		   start ? "started" : "stopped");
-	return 1;
+	return r < 0 ? r : 1;
 }
 
 void

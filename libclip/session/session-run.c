@@ -903,6 +903,20 @@ session_cage_start(struct clip_session *s, struct session_cage *c, struct clip_e
 	if (c->cage && clip_cage_get_state(c->cage) == CLIP_CAGE_RUNNING)
 		return error_set(reterr, -EBUSY, "session '%s': cage '%s' is running", s->name,
 				 c->name);
+	/* A profile a reload brought: the cage is made anew from it, with the same wiring. */
+	if (c->reloaded) {
+		_cleanup_(clip_cage_profile_unrefp) struct clip_cage_profile *p = NULL;
+		struct clip_cage *cage = NULL;
+		int r = session_cage_profile(s, c, &p, reterr);
+
+		if (r >= 0)
+			r = clip_cage_new(&cage, s->ctx, p, reterr);
+		if (r < 0)
+			return r;
+		clip_cage_unref(c->cage);
+		c->cage = cage;
+		c->reloaded = false;
+	}
 	c->failed = false;
 	c->restarts_in_window = 0;
 	return cage_run(s, c, reterr);

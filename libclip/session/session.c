@@ -124,6 +124,7 @@ clip_session_unref(struct clip_session *s)
 	free(s->rules);
 	clip_policy_unref(s->policy);
 	free(s->state_dir);
+	free(s->file_path);
 	clip_ctx_unref(s->ctx);
 	free(s);
 	return NULL;

@@ -37,6 +37,7 @@ mediator_pending_free(struct clip_mediator *m, struct pending *p)
 	if (p->conn)
 		p->conn->n_pending--;
 	p->source->n_pending--;
+	clip_policy_unref(p->policy);
 	free(p);
 }
 

@@ -50,6 +50,7 @@ static void
 job_free(struct clip_mediator *m, struct job *j)
 {
 	clip_ctx_unref(j->filter_ctx);
+	clip_policy_unref(j->policy);
 	deliver_abort(&j->d);
 	/* The cage's: its close may wait (a FUSE file's flush), not on the loop. */
 	mediator_close_untrusted(m, j->src_fd);
@@ -221,6 +222,7 @@ mediator_job_submit(struct clip_mediator *m, struct conn *c, struct proto_msg *m
 	j->source = c->cage;
 	j->target = target;
 	j->rule = rule;
+	j->policy = clip_policy_ref(m->policy);
 	j->direction = dir;
 	snprintf(j->by, sizeof(j->by), "%s", by);
 	snprintf(j->name, sizeof(j->name), "%s", q->name);
@@ -371,6 +373,7 @@ job_finish(struct clip_mediator *m, struct job *j)
 	p->source = j->source;
 	p->target = j->target;
 	p->rule = j->rule;
+	p->policy = clip_policy_ref(j->policy);
 	p->direction = j->direction;
 	p->d = j->d;
 	j->d = (struct delivery)DELIVERY_INIT;

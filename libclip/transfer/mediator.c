@@ -275,6 +275,32 @@ check_policy(struct clip_mediator *m, struct clip_error **reterr)
 	return policy_check_cages(m->policy, names, levels, m->n_cages, reterr);
 }
 
+CLIP_EXPORT int
+clip_mediator_set_policy(struct clip_mediator *m, struct clip_policy *policy,
+			 struct clip_error **reterr)
+{
+	struct clip_policy *old;
+	int r;
+
+	clip_assert_reterr(reterr);
+	clip_assert_return(m, api_return(-EINVAL, reterr));
+	ctx_assert_return_error(m->ctx, reterr);
+	ctx_assert_log_return(m->ctx, policy, api_return(-EINVAL, reterr));
+
+	/* Checked against the cages as the first was; refused, the old one stays. */
+	old = m->policy;
+	m->policy = policy;
+	r = check_policy(m, reterr);
+	if (r < 0) {
+		m->policy = old;
+		return api_return(r, reterr);
+	}
+	/* Jobs and questions in flight keep the rule that decided them, and its policy. */
+	clip_policy_ref(policy);
+	clip_policy_unref(old);
+	return 0;
+}
+
 int
 mediator_is_listening_seqpacket(int fd)
 {

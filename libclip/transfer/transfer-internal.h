@@ -346,6 +346,7 @@ struct job {
 	struct conn *conn; /* NULL once the requester left */
 	struct cage *source, *target;
 	const struct policy_rule *rule;
+	struct clip_policy *policy; /* a reference: @rule is in it, whatever replaces it */
 	enum proto_direction direction;
 	char by[300];
 	char name[PROTO_NAME_MAX + 1];
@@ -360,6 +361,7 @@ struct pending {
 	struct conn *conn; /* NULL once the requester left */
 	struct cage *source, *target;
 	const struct policy_rule *rule;
+	struct clip_policy *policy; /* a reference: @rule is in it, whatever replaces it */
 	enum proto_direction direction;
 	struct delivery d;
 	uint64_t charged; /* counted in source->pending_out and target->pending_in */

@@ -377,10 +377,14 @@ session_restart(struct clipctl *c, int argc, char **argv)
 	return 0;
 }
 
-/* session start|stop [--session-dir DIR] NAME CAGE: one cage, the others left running. */
+/*
+ * session start|stop [--session-dir DIR] NAME CAGE: one cage, the others left
+ * running; session reload [--session-dir DIR] NAME: the runner reads its file again.
+ */
 static int
-session_cage(struct clipctl *c, int argc, char **argv)
+session_request(struct clipctl *c, int argc, char **argv)
 {
+	bool cage = strcmp(argv[0], "reload") != 0;
 	struct clip_error *error = NULL;
 	struct clip_ctx *ctx;
 	struct session_opts o;
@@ -390,12 +394,14 @@ session_cage(struct clipctl *c, int argc, char **argv)
 	r = parse_opts(argc, argv, &o);
 	if (r != 0)
 		return r;
-	if (argc - optind != 2)
-		return fail_usage("usage: session %s [--session-dir DIR] NAME CAGE", argv[0]);
-	if (strlen(argv[optind + 1]) > 32)
+	if (argc - optind != (cage ? 2 : 1))
+		return fail_usage("usage: session %s [--session-dir DIR] NAME%s", argv[0],
+				  cage ? " CAGE" : "");
+	if (cage && strlen(argv[optind + 1]) > 32)
 		return fail_usage("session %s: no cage is named '%.40s...'", argv[0],
 				  argv[optind + 1]);
-	snprintf(request, sizeof(request), "%s %s", argv[0], argv[optind + 1]);
+	snprintf(request, sizeof(request), "%s%s%s", argv[0], cage ? " " : "",
+		 cage ? argv[optind + 1] : "");
 	ctx = clipctl_ctx(c);
 	if (!ctx)
 		return EXIT_USAGE;
@@ -403,8 +409,11 @@ session_cage(struct clipctl *c, int argc, char **argv)
 	clip_ctx_unref(ctx);
 	if (r < 0)
 		return fail_error(argv[optind], r, error);
-	say(stdout, "cage %s of session %s %s", argv[optind + 1], argv[optind],
-	    strcmp(argv[0], "start") == 0 ? "started" : "stopped");
+	if (!cage)
+		say(stdout, "session %s reloaded", argv[optind]);
+	else
+		say(stdout, "cage %s of session %s %s", argv[optind + 1], argv[optind],
+		    strcmp(argv[0], "start") == 0 ? "started" : "stopped");
 	return 0;
 }
 
@@ -556,8 +565,8 @@ int
 clipctl_session(struct clipctl *c, int argc, char **argv)
 {
 	if (argc < 1)
-		return fail_usage("session: up, down, status, restart, start, stop, exec, watch, "
-				  "trail or audit-key");
+		return fail_usage("session: up, down, status, restart, start, stop, reload, exec, "
+				  "watch, trail or audit-key");
 	if (strcmp(argv[0], "up") == 0)
 		return session_up(c, argc, argv);
 	if (strcmp(argv[0], "down") == 0)
@@ -570,8 +579,9 @@ clipctl_session(struct clipctl *c, int argc, char **argv)
 		return clipctl_session_exec(c, argc, argv);
 	if (strcmp(argv[0], "watch") == 0)
 		return session_watch(c, argc, argv);
-	if (strcmp(argv[0], "start") == 0 || strcmp(argv[0], "stop") == 0)
-		return session_cage(c, argc, argv);
+	if (strcmp(argv[0], "start") == 0 || strcmp(argv[0], "stop") == 0 ||
+	    strcmp(argv[0], "reload") == 0)
+		return session_request(c, argc, argv);
 	if (strcmp(argv[0], "trail") == 0)
 		return session_trail(c, argc, argv);
 	if (strcmp(argv[0], "audit-key") == 0)

@@ -72,6 +72,8 @@ usage(FILE *f)
 	      "  session start [--session-dir DIR] NAME CAGE   start one cage of a session\n"
 	      "                         (the admin role may, as down, status, restart, stop)\n"
 	      "  session stop [--session-dir DIR] NAME CAGE   stop one cage; the others run\n"
+	      "  session reload [--session-dir DIR] NAME   read the session's file again:\n"
+	      "                         its rules now, its profiles at each cage's restart\n"
 	      "  session trail [--session-dir DIR] NAME   the session's signed audit trail\n"
 	      "                         on standard output (the audit role may)\n"
 	      "  session audit-key [--session-dir DIR] NAME   the public key that signs it\n"

@@ -8,8 +8,8 @@
 # directory under /var/tmp, 0711 so that the cages' uids reach their
 # binds), $state, ctl (clipctl on that state, rootless where clipctl runs
 # so), $x (the demo session copied, clipctl and its library bound read-only
-# into each cage at /opt/clip (the build's programs/ and libclip/), $cc
-# being clipctl there), $sd (the session's
+# into each cage at /opt/clip (session_bind_clipctl), $cc being clipctl
+# there), $sd (the session's
 # state directory), and an EXIT trap that takes the session down, kills
 # the background pids listed in $bg_pids and removes $base.
 
@@ -29,19 +29,27 @@ session_setup() { # PREFIX
 
 	x=$base/s
 	cp -r "$examples" "$x"
-	local programs_dir lib_dir profile binds
+	session_bind_clipctl "$x" "$clipctl"
+	sd=$state/sessions/demo
+}
+
+# session_bind_clipctl DIR CLIPCTL: bind the build's programs/ (CLIPCTL's
+# parent) and libclip/ read-only into each profile (DIR/*.cage) at
+# /opt/clip, in the build's layout, as examples/demo.sh does; sets $cc to
+# clipctl there.
+session_bind_clipctl() {
+	local dir=$1 clipctl=$2 programs_dir lib_dir profile binds
 	programs_dir=$(cd "$(dirname "$clipctl")/.." && pwd -P)
 	lib_dir=$(cd "$programs_dir/../libclip" && pwd -P)
 	cc=/opt/clip/programs/clipctl/$(basename "$clipctl")
-	for profile in "$x"/*.cage; do
-		binds="BindReadOnly=$programs_dir:/opt/clip/programs $lib_dir:/opt/clip/libclip"
+	binds="BindReadOnly=$programs_dir:/opt/clip/programs $lib_dir:/opt/clip/libclip"
+	for profile in "$dir"/*.cage; do
 		if grep -q '^\[Files\]$' "$profile"; then
 			sed -i "/^\[Files\]\$/a $binds" "$profile"
 		else
 			printf '\n[Files]\n%s\n' "$binds" >>"$profile"
 		fi
 	done
-	sd=$state/sessions/demo
 }
 
 ctl() { "$clipctl" --state-dir "$state" "${mode[@]}" "$@"; }

@@ -19,6 +19,7 @@
 set -u
 clipctl=$1 examples=$2
 . "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/session-lib.sh"
 
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null; then
 	echo "1..0 # SKIP not root (or no setpriv): the roles are other uids, and their sockets a root runner's"
@@ -57,6 +58,9 @@ done
 x=$base/s
 cp -r "$examples" "$x"
 chmod 755 "$x"
+# clipctl and its library bound read-only in the cages, in the build's layout (as session-cli.sh).
+session_bind_clipctl "$x" "$clipctl"
+cc_env=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0")
 sed -i "s|^Name=demo\$|Name=demo\nStateDirectory=$sd\nAdminGroup=$admin_gid\nAuditGroup=$audit_gid|" "$x/demo.session"
 C=("$clipctl" --state-dir "$state")
 D=(--session-dir "$sd")
@@ -106,6 +110,31 @@ chmod 660 "$sd/admin.sock"
 expect 0 "nobody, admin.sock opened by mistake: the cage still runs" -- ctl session status "${D[@]}" demo
 like "nobody: low is running" "$out" "^  low  s0  running"
 
+# --- the admin reloads the rules: checked whole first ---
+send_low_side() { ctl session exec demo low -- "${cc_env[@]}" "$cc" transfer send /etc/hostname --to side; }
+expect 3 "reload: before, low to side is denied by the policy" -- send_low_side
+cp "$x/demo.session" "$base/demo.session.orig"
+sed -i 's/^Rule=@any @any deny$/Rule=side low allow\nRule=@any @any deny/' "$x/demo.session"
+expect 1 "reload: a rule that lets a level down is refused" -- as_admin "${C[@]}" session reload "${D[@]}" demo
+like "reload: the refusal says nothing changed, and why" "$err" "reload refused, nothing changed: .*side.*low"
+expect 3 "reload: refused, low to side is still denied" -- send_low_side
+sed "s/^Level=s0\$/Level=s1/" "$base/demo.session.orig" >"$x/demo.session"
+expect 1 "reload: a cage's level changed is refused" -- as_admin "${C[@]}" session reload "${D[@]}" demo
+like "reload: the refusal names the cage" "$err" "cage 'low' is gone, or its level"
+sed 's/^Rule=@any @any deny$/Rule=low side allow\nRule=@any @any deny/' "$base/demo.session.orig" >"$x/demo.session"
+expect 0 "reload: what low has at /usr/local, before" -- ctl session exec demo low -- stat -f -c %T /usr/local
+[ "$out" != tmpfs ] && ok "reload: before, /usr/local of low is not a tmpfs" || not_ok "reload: before, /usr/local of low is not a tmpfs"
+sed -i 's|^TemporaryFileSystem=/var/tmp$|TemporaryFileSystem=/var/tmp /usr/local|' "$x/low.cage"
+expect 0 "reload: the admin reloads a new rule and a new profile" -- as_admin "${C[@]}" session reload "${D[@]}" demo
+expect 0 "reload: low to side is now delivered" -- send_low_side
+expect 0 "reload: the admin restarts low, made anew from its new profile" -- as_admin "${C[@]}" session restart "${D[@]}" demo low
+expect 0 "reload: low runs again" -- ctl session status "${D[@]}" demo
+like "reload: low is running after its restart" "$out" "^  low  s0  running"
+expect 0 "reload: what low has at /usr/local, after its restart" -- ctl session exec demo low -- stat -f -c %T /usr/local
+is "reload: low has its new profile's file system at /usr/local" "$out" "tmpfs"
+expect 1 "audit: reload is refused" -- as_audit "${C[@]}" session reload "${D[@]}" demo
+like "audit: reload needs the admin role" "$err" "may not ask 'reload': it needs the admin role"
+
 # --- the audit role ---
 expect 0 "audit: the public key" -- as_audit "${C[@]}" session audit-key "${D[@]}" demo
 printf '%s\n' "$out" >"$base/machine.pem"
@@ -115,6 +144,8 @@ expect 0 "audit: the trail verifies with the public key only" -- as_audit "${C[@
 expect 0 "audit: and shows its records" -- as_audit "${C[@]}" audit show --public-key "$base/machine.pem" --trail "$base/trail"
 like "audit: the admin's stop is recorded with its uid" "$out" "event=control src=uid%2064101 .*decision=done by=admin%20role reason=stop%20low"
 like "audit: the admin's restart is recorded with its uid" "$out" "src=uid%2064101 .*reason=restart%20high"
+like "audit: the refused reload is recorded as failed" "$out" "src=uid%2064101 .*decision=failed by=admin%20role reason=reload"
+like "audit: the reload is recorded with its uid" "$out" "src=uid%2064101 .*decision=done by=admin%20role reason=reload"
 expect 1 "audit: 'status' is refused" -- as_audit "${C[@]}" session status "${D[@]}" demo
 like "audit: status needs the admin role" "$err" "may not ask 'status': it needs the admin role"
 expect 1 "audit: 'restart low' is refused" -- as_audit "${C[@]}" session restart "${D[@]}" demo low
