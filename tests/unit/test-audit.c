@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <clip/clip.h>
@@ -309,4 +310,80 @@ Test(audit, an_entry_smaller_than_the_first_version_is_refused)
 	cr_assert_eq(clip_audit_verify(f.ctx, f.dfd, "t.log", NULL, NULL, &count, NULL), 0);
 	cr_assert_eq(count, 1, "nothing is recorded");
 	log_teardown(&f);
+}
+
+/* The stream of @f's log (clip_audit_export()) in a memfd, at its start. */
+static int
+exported(struct log_fixture *f)
+{
+	struct clip_audit *a = NULL;
+	int fd = memfd_create("trail", MFD_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(clip_audit_open(&a, f->ctx, f->dfd, "t.log", 0, NULL), 0);
+	cr_assert_eq(clip_audit_export(a, fd, NULL), 0);
+	clip_audit_unref(a);
+	cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+	return fd;
+}
+
+static int
+count_record(const char *record, void *userdata)
+{
+	cr_assert_eq(strncmp(record, "v1 seq=", 7), 0, "%s", record);
+	(*(unsigned *)userdata)++;
+	return 0;
+}
+
+Test(audit, the_exported_stream_verifies_with_the_public_key_alone)
+{
+	struct log_fixture f;
+	struct clip_error *e = NULL;
+	char *pem = NULL;
+	uint64_t n = 0;
+	unsigned seen = 0;
+	int fd;
+
+	log_setup(&f, 3);
+	cr_assert_eq(clip_audit_get_public_key(f.ctx, &pem, NULL), 0);
+	cr_assert_eq(strncmp(pem, "-----BEGIN PUBLIC KEY-----\n", 27), 0, "%s", pem);
+	fd = exported(&f);
+	cr_assert_eq(clip_audit_verify_public(fd, pem, count_record, &seen, &n, NULL), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(seen, 3);
+	close(fd);
+	/* Not a key: refused before the stream is read. */
+	fd = exported(&f);
+	assert_errno(clip_audit_verify_public(fd, "-----BEGIN PUBLIC KEY-----\nAAAA\n", NULL, NULL,
+					      NULL, &e),
+		     -EINVAL);
+	cr_assert(strstr(clip_error_get_message(e), "not an Ed25519 key"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	assert_errno(clip_audit_verify_public(-1, pem, NULL, NULL, NULL, NULL), -EINVAL);
+	assert_errno(clip_audit_verify_public(fd, NULL, NULL, NULL, NULL, NULL), -EINVAL);
+	close(fd);
+	free(pem);
+	log_teardown(&f);
+}
+
+Test(audit, a_stream_of_another_machine_does_not_verify)
+{
+	struct log_fixture f, g;
+	struct clip_error *e = NULL;
+	char *pem = NULL;
+	int fd;
+
+	log_setup(&f, 2);
+	log_setup(&g, 2);
+	cr_assert_eq(clip_audit_get_public_key(g.ctx, &pem, NULL), 0);
+	fd = exported(&f);
+	assert_errno(clip_audit_verify_public(fd, pem, NULL, NULL, NULL, &e), -EBADMSG);
+	cr_assert(strstr(clip_error_get_message(e), "not by the key given"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	close(fd);
+	free(pem);
+	log_teardown(&f);
+	log_teardown(&g);
 }
