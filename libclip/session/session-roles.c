@@ -127,6 +127,26 @@ clip_session_set_role_group(struct clip_session *s, int role, uint32_t gid,
 
 /* -- the server -------------------------------------------------------- */
 
+/* A parent of the state directory that others may not cross hides the roles' sockets: said. */
+static void
+warn_unreachable(struct clip_session *s, const char *state)
+{
+	_cleanup_free_ char *path = strdup(state);
+	struct stat st;
+
+	for (char *p = path ? strrchr(path, '/') : NULL; p && p > path; p = strrchr(path, '/')) {
+		*p = '\0';
+		if (stat(path, &st) == 0 && !(st.st_mode & S_IXOTH)) {
+			log_warning(s->ctx,
+				    "session '%s': %s is mode %04o: the roles' users cannot reach "
+				    "their sockets in %s (set StateDirectory= under directories "
+				    "others may cross)",
+				    s->name, path, (unsigned)(st.st_mode & 07777), state);
+			return;
+		}
+	}
+}
+
 int
 session_roles_listen(struct clip_session *s, int fds[SESSION_ROLES], struct clip_error **reterr)
 {
@@ -161,6 +181,8 @@ session_roles_listen(struct clip_session *s, int fds[SESSION_ROLES], struct clip
 			return error_set_errno(reterr, r, "cannot watch %s/%s", state,
 					       role_sockets[role]);
 	}
+	if (fds[0] >= 0 || fds[1] >= 0)
+		warn_unreachable(s, state);
 	return 0;
 }
 
@@ -323,6 +345,7 @@ reload_same_shape(struct clip_session *s, struct clip_session *n, struct clip_er
 	if (!a || !b)
 		return -ENOMEM;
 	if (strcmp(a, b) != 0 || n->n_cages != s->n_cages ||
+	    n->mediator_opts.confirm_timeout_ms != s->mediator_opts.confirm_timeout_ms ||
 	    memcmp(n->role_set, s->role_set, sizeof(s->role_set)) != 0 ||
 	    memcmp(n->role_gid, s->role_gid, sizeof(s->role_gid)) != 0)
 		return error_set(
