@@ -346,6 +346,8 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 	int fd = ctl->conns[i].fd;
 	const char *role = NULL;
 	unsigned roles, needs;
+	char shown[48];
+	size_t k;
 	int handled;
 	ssize_t n;
 
@@ -367,15 +369,19 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		return 1;
 	}
 	req[n] = '\0';
+	/* What may be quoted of it: a peer's words, never raw in a message. */
+	for (k = 0; req[k] && k < sizeof(shown) - 1; k++)
+		shown[k] =
+			(unsigned char)req[k] < ' ' || (unsigned char)req[k] >= 0x7f ? '?' : req[k];
+	shown[k] = '\0';
 	roles = ctl->conns[i].roles;
 	needs = session_request_needs(req, &role);
 	if (roles == 0 || (!(roles & SESSION_PEER_ALL) && !(roles & needs))) {
 		char message[192];
 
 		if (roles)
-			snprintf(message, sizeof(message),
-				 "uid %u may not ask '%.40s': it needs %s",
-				 (unsigned)ctl->conns[i].uid, req, role);
+			snprintf(message, sizeof(message), "uid %u may not ask '%s': it needs %s",
+				 (unsigned)ctl->conns[i].uid, shown, role);
 		else
 			snprintf(message, sizeof(message),
 				 "uid %u may not control session '%s' (it has no role)",
@@ -423,14 +429,6 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		else
 			answer_ok(fd);
 	} else {
-		char shown[64];
-		size_t k;
-
-		for (k = 0; req[k] && k < sizeof(shown) - 1; k++)
-			shown[k] = (unsigned char)req[k] < ' ' || (unsigned char)req[k] >= 0x7f
-					   ? '?'
-					   : req[k];
-		shown[k] = '\0';
 		answer_error(fd, -EINVAL,
 			     "unknown request (status, stop, restart CAGE, start CAGE, stop CAGE, "
 			     "reload, trail, audit-key, watch)");
