@@ -409,8 +409,9 @@ int clip_session_control(struct clip_ctx *ctx, const char *session, const char *
 
 /**
  * clip_session_set_role_group - let the members of a group ask the runner
- * what one role may, over a socket of their own (STATE/admin.sock,
- * STATE/audit.sock: 0660, root and the group), root mode only
+ * what one role may, over a socket of their own (STATE/admin/control.sock,
+ * STATE/audit/control.sock: 0660 in a directory 0710, both root and the
+ * group), root mode only
  *
  * A peer has a role when its gid or one of its supplementary groups
  * (SO_PEERGROUPS, as they were when it connected) is the role's group.

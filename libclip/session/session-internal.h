@@ -188,8 +188,11 @@ int session_answer_error_parse(const char *session, char *untrusted_text,
 
 /* session-roles.c */
 #define SESSION_ROLES 2 /* CLIP_SESSION_ROLE_ADMIN, CLIP_SESSION_ROLE_AUDIT */
-#define SESSION_ADMIN_SOCKET "admin.sock" /* 0660 root:AdminGroup */
-#define SESSION_AUDIT_SOCKET "audit.sock" /* 0660 root:AuditGroup */
+/* Each role's socket in a directory of its own: 0710 and 0660, root and the role's group. */
+#define SESSION_ADMIN_DIR "admin"
+#define SESSION_AUDIT_DIR "audit"
+#define SESSION_ADMIN_SOCKET SESSION_ADMIN_DIR "/control.sock"
+#define SESSION_AUDIT_SOCKET SESSION_AUDIT_DIR "/control.sock"
 /* What a control peer is: root or the runner's uid (everything), and each role it has. */
 #define SESSION_PEER_ALL (1u << 0)
 #define SESSION_PEER_ADMIN (1u << 1)

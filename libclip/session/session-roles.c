@@ -5,9 +5,10 @@
  * "Roles").
  *
  * Each role is a group (AdminGroup=, AuditGroup=). In root mode the runner
- * listens for each on a socket of its own in the state directory, 0660,
- * root and the role's group: the socket's mode is the first fence, as for
- * control.sock. The second is the peer's credentials, read from the
+ * listens for each on a socket of its own, admin/control.sock and
+ * audit/control.sock in the state directory, the directory 0710 and the
+ * socket 0660, both root and the role's group: the modes are the first
+ * fence, as for control.sock, twice. The second is the peer's credentials, read from the
  * connection (SO_PEERCRED for the uid and gid, SO_PEERGROUPS for the
  * supplementary groups, both as they were at connect(), so that no pid is
  * looked up again): whichever socket it came through, a peer has a role
@@ -53,6 +54,10 @@
 static const char *const role_keys[SESSION_ROLES] = {
 	[CLIP_SESSION_ROLE_ADMIN] = "AdminGroup",
 	[CLIP_SESSION_ROLE_AUDIT] = "AuditGroup",
+};
+static const char *const role_dirs[SESSION_ROLES] = {
+	[CLIP_SESSION_ROLE_ADMIN] = SESSION_ADMIN_DIR,
+	[CLIP_SESSION_ROLE_AUDIT] = SESSION_AUDIT_DIR,
 };
 static const char *const role_sockets[SESSION_ROLES] = {
 	[CLIP_SESSION_ROLE_ADMIN] = SESSION_ADMIN_SOCKET,
@@ -147,6 +152,32 @@ warn_unreachable(struct clip_session *s, const char *state)
 	}
 }
 
+/* STATE/admin or STATE/audit: made or taken back, root's, 0710, the role's group. */
+static int
+role_dir(struct clip_session *s, const char *state, int role, struct clip_error **reterr)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (mkdirat(s->state_fd, role_dirs[role], 0700) < 0 && errno != EEXIST)
+		return error_set_errno(reterr, -errno, "cannot create %s/%s", state,
+				       role_dirs[role]);
+	fd = openat(s->state_fd, role_dirs[role], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return error_set_errno(reterr, -errno, "cannot open %s/%s (not a directory?)",
+				       state, role_dirs[role]);
+	if (fstat(fd, &st) < 0)
+		return error_set_errno(reterr, -errno, "cannot stat %s/%s", state, role_dirs[role]);
+	if (st.st_uid != 0)
+		return error_set(reterr, -EPERM, "%s/%s is owned by uid %u, not by root", state,
+				 role_dirs[role], (unsigned)st.st_uid);
+	/* Made 0700 root:root, then given to the group: never wider than meant. */
+	if (fchown(fd, 0, (gid_t)s->role_gid[role]) < 0 || fchmod(fd, 0710) < 0)
+		return error_set_errno(reterr, -errno, "cannot give %s/%s to gid %u", state,
+				       role_dirs[role], (unsigned)s->role_gid[role]);
+	return steal_fd(fd);
+}
+
 int
 session_roles_listen(struct clip_session *s, int fds[SESSION_ROLES], struct clip_error **reterr)
 {
@@ -168,8 +199,16 @@ session_roles_listen(struct clip_session *s, int fds[SESSION_ROLES], struct clip
 				   s->name, role_keys[role]);
 			continue;
 		}
-		/* Made 0660 root:root, then given to the group: never wider than meant. */
-		fds[role] = session_listen_at(s->state_fd, state, role_sockets[role], 0660, reterr);
+		{
+			_cleanup_close_ int dir = role_dir(s, state, role, reterr);
+			_cleanup_free_ char *path = NULL;
+
+			if (dir < 0)
+				return dir;
+			if (asprintf(&path, "%s/%s", state, role_dirs[role]) < 0)
+				return -ENOMEM;
+			fds[role] = session_listen_at(dir, path, "control.sock", 0660, reterr);
+		}
 		if (fds[role] < 0)
 			return fds[role];
 		if (fchownat(s->state_fd, role_sockets[role], 0, (gid_t)s->role_gid[role],
@@ -194,8 +233,10 @@ session_roles_close(struct clip_session *s, int fds[SESSION_ROLES])
 			continue;
 		close(fds[role]);
 		fds[role] = -1;
-		if (s->state_fd >= 0)
+		if (s->state_fd >= 0) {
 			(void)unlinkat(s->state_fd, role_sockets[role], 0);
+			(void)unlinkat(s->state_fd, role_dirs[role], AT_REMOVEDIR);
+		}
 	}
 }
 

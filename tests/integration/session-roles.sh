@@ -75,8 +75,10 @@ like "roles: the refusal says two roles, two groups" "$err" "two roles, two grou
 
 # --- up: the sockets ---
 expect 0 "roles: the session comes up with its roles" -- ctl session up --log "$base/runner.log" "$x/demo.session"
-is "roles: admin.sock is 0660, root and the admins' group" "$(stat -c '%a %u %g' "$sd/admin.sock")" "660 0 $admin_gid"
-is "roles: audit.sock is 0660, root and the auditors' group" "$(stat -c '%a %u %g' "$sd/audit.sock")" "660 0 $audit_gid"
+is "roles: admin/ is 0710, root and the admins' group" "$(stat -c '%a %u %g' "$sd/admin")" "710 0 $admin_gid"
+is "roles: admin/control.sock is 0660, root and the admins' group" "$(stat -c '%a %u %g' "$sd/admin/control.sock")" "660 0 $admin_gid"
+is "roles: audit/ is 0710, root and the auditors' group" "$(stat -c '%a %u %g' "$sd/audit")" "710 0 $audit_gid"
+is "roles: audit/control.sock is 0660, root and the auditors' group" "$(stat -c '%a %u %g' "$sd/audit/control.sock")" "660 0 $audit_gid"
 is "roles: control.sock stays 0600 root's" "$(stat -c '%a %u %g' "$sd/control.sock")" "600 0 0"
 
 # A marker in a data directory and in an inbox, for the reads below.
@@ -103,10 +105,14 @@ expect 0 "admin: the public key is public" -- as_admin "${C[@]}" session audit-k
 # --- no role ---
 expect 1 "nobody: status is refused" -- as_nobody "${C[@]}" session status "${D[@]}" demo
 like "nobody: no socket lets it in" "$err" "uid 64103 may not control session 'demo' .*no role's socket lets it in"
-chmod 666 "$sd/admin.sock"
+chmod 711 "$sd/admin"
+expect 1 "nobody, admin/ opened by mistake: the socket's mode still refuses" -- as_nobody "${C[@]}" session stop "${D[@]}" demo low
+like "nobody, admin/ opened by mistake: no socket lets it in" "$err" "no role's socket lets it in"
+chmod 666 "$sd/admin/control.sock"
 expect 1 "nobody, admin.sock opened by mistake: refused by the runner" -- as_nobody "${C[@]}" session stop "${D[@]}" demo low
 like "nobody, admin.sock opened by mistake: it has no role" "$err" "uid 64103 may not control session 'demo' \(it has no role\)"
-chmod 660 "$sd/admin.sock"
+chmod 660 "$sd/admin/control.sock"
+chmod 710 "$sd/admin"
 expect 0 "nobody, admin.sock opened by mistake: the cage still runs" -- ctl session status "${D[@]}" demo
 like "nobody: low is running" "$out" "^  low  s0  running"
 
@@ -165,7 +171,7 @@ sleep 0.5
 pids="$pids $(pgrep -f '^sleep 30$' | head -1)"
 paths=(
 	"$x/data/low" "$x/data/low/secret" "$x/data/high" "$x/data/side"
-	"$sd" "$sd/inbox/low" "$sd/inbox/high" "$sd/confirm.sock"
+	"$sd" "$sd/inbox/low" "$sd/inbox/high" "$sd/confirm.sock" "$sd/control.sock"
 	"$state" "$state/mac.key" "$state/audit.log" "$state/audit.log.head" "$state/cages"
 )
 for p in $pids; do
@@ -195,7 +201,7 @@ wait 2>/dev/null
 
 # --- the admin stops the session; the trail says who ---
 expect 0 "admin: down" -- as_admin "${C[@]}" session down "${D[@]}" demo
-[ ! -e "$sd/admin.sock" ] && [ ! -e "$sd/audit.sock" ] && ok "down: the roles' sockets are gone" || not_ok "down: the roles' sockets are gone"
+[ ! -e "$sd/admin" ] && [ ! -e "$sd/audit" ] && ok "down: the roles' sockets are gone" || not_ok "down: the roles' sockets are gone"
 expect 0 "down: the trail verifies" -- ctl audit show
 like "down: the stop is recorded with the admin's uid" "$out" "src=uid%2064101 .*reason=stop prev="
 
