@@ -60,7 +60,7 @@ is "signed: four records" "$out" "$d/trail: 4 records, valid (signed by $d/key.p
 # The signature is standard Ed25519: OpenSSL's own tool verifies the signed line.
 sl=$(tail -1 "$d/trail")
 printf '%s' "${sl% sig=*}" >"$d/signed"
-printf '%s' "${sl##* sig=}" | xxd -r -p >"$d/sig"
+printf '%s' "${sl##* sig=}" | perl -ne 'print pack("H*", $_)' >"$d/sig"
 expect 0 "signed: openssl verifies the anchor's signature" -- openssl pkeyutl -verify -pubin -inkey "$d/key.pem" -rawin -in "$d/signed" -sigfile "$d/sig"
 sed '2s/name=doc-1/name=doc-X/' "$d/trail" >"$d/t"
 expect 1 "signed: a modified record is refused" -- "${pk[@]}" --trail "$d/t"
