@@ -591,7 +591,6 @@ static int
 roles_ask(struct clip_ctx *ctx, const char *session, const char *state_dir, const char *request,
 	  char *untrusted_answer, size_t size, int *ret_fd, struct clip_error **reterr)
 {
-	_cleanup_free_ char *dir = NULL;
 	_cleanup_close_ int fd = -1;
 	char control[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { .iov_base = untrusted_answer, .iov_len = size - 1 };
@@ -603,16 +602,7 @@ roles_ask(struct clip_ctx *ctx, const char *session, const char *state_dir, cons
 	ssize_t n;
 	int r, passed = -1;
 
-	if (!state_dir && !clip_ctx_get_state_dir(ctx))
-		return error_set(reterr, -EINVAL, "session '%s': no state directory to find it in",
-				 session);
-	if (state_dir)
-		dir = strdup(state_dir);
-	else if (asprintf(&dir, "%s/sessions/%s", clip_ctx_get_state_dir(ctx), session) < 0)
-		dir = NULL;
-	if (!dir)
-		return -ENOMEM;
-	fd = session_control_connect(session, dir, reterr);
+	fd = session_control_connect(ctx, session, state_dir, reterr);
 	if (fd < 0)
 		return fd;
 	if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0 && errno != EPIPE &&
