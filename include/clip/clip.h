@@ -15,6 +15,7 @@
 #include <clip/cage.h>
 #include <clip/exec.h>
 #include <clip/tpm.h>
+#include <clip/lsm.h>
 #include <clip/audit.h>
 #include <clip/policy.h>
 #include <clip/mediator.h>

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The BPF LSM's user-space half (doc/lsm.md). The programs come from the
+ * skeleton built from clip-lsm.bpf.c; they are attached and pinned, with
+ * their maps, under CLIP_LSM_PIN_DIR, which outlives the loader: every
+ * launcher of cages then only opens the pinned maps to register in them.
+ *
+ * What is pinned is the state: the links first, the map of the cages'
+ * processes last, so that its pin says the LSM is whole (lsm_active());
+ * unloading removes it first.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/magic.h>
+
+#include <clip/level.h>
+#include <clip/lsm.h>
+
+#include "base/ctx-internal.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/macro.h"
+#include "base/util.h"
+#include "lsm-internal.h"
+#include "lsm-skel.h"
+
+#define BPFFS "/sys/fs/bpf"
+#define PIN(name) CLIP_LSM_PIN_DIR "/" name
+
+DEFINE_UNREF_CLEANUP(struct clip_lsm, clip_lsm__destroy)
+
+/* libbpf writes its messages to stderr unless told otherwise: not from a library. */
+static int
+libbpf_quiet(enum libbpf_print_level level, const char *format, va_list args)
+{
+	return 0;
+}
+
+bool
+lsm_active(void)
+{
+	struct stat st;
+
+	return stat(PIN(LSM_MAP_TASKS), &st) == 0;
+}
+
+static int
+map_open(const char *name)
+{
+	char path[sizeof(CLIP_LSM_PIN_DIR) + 32];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", CLIP_LSM_PIN_DIR, name);
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
+}
+
+int
+lsm_tasks_open(void)
+{
+	return map_open(LSM_MAP_TASKS);
+}
+
+void
+lsm_level_from(struct lsm_level *ret, const struct clip_level *level)
+{
+	*ret = (struct lsm_level){ 0 };
+	if (!level)
+		return;
+	ret->sensitivity = (uint32_t)clip_level_get_sensitivity(level);
+	for (unsigned c = 0; c <= CLIP_LEVEL_CATEGORY_MAX; c++)
+		if (clip_level_has_category(level, c) > 0)
+			ret->cats[c / 64] |= UINT64_C(1) << (c % 64);
+}
+
+void
+lsm_task_init(struct lsm_task *ret, uint64_t cage_id, const struct clip_level *level)
+{
+	*ret = (struct lsm_task){ .cage_id = cage_id };
+	lsm_level_from(&ret->level, level);
+}
+
+int
+lsm_task_register(int tasks_fd, int pidfd, const struct lsm_task *task)
+{
+	int r = bpf_map_update_elem(tasks_fd, &pidfd, task, BPF_ANY);
+
+	return r < 0 ? -errno : 0;
+}
+
+uint64_t
+lsm_cage_id_new(void)
+{
+	uint64_t id = 0;
+
+	while (id == 0)
+		if (getrandom(&id, sizeof(id), 0) != sizeof(id))
+			id = ((uint64_t)getpid() << 32) ^ now_ns();
+	return id;
+}
+
+int
+lsm_socket_allow(int fd, uint64_t cage_id)
+{
+	struct lsm_sock v = { .cage_id = cage_id };
+	int map, r;
+
+	map = map_open(LSM_MAP_SOCKS);
+	if (map < 0)
+		return map == -ENOENT ? -EOPNOTSUPP : map;
+	r = bpf_map_update_elem(map, &fd, &v, BPF_ANY) < 0 ? -errno : 0;
+	close(map);
+	return r;
+}
+
+/* The kernel's dev_t of a stat(2) st_dev (new_encode_dev() undone): what i_sb->s_dev holds. */
+static int
+inode_key(int fd, struct lsm_inode_key *ret)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*ret = (struct lsm_inode_key){
+		.dev = ((uint64_t)major(st.st_dev) << 20) | minor(st.st_dev),
+		.ino = st.st_ino,
+	};
+	return 0;
+}
+
+int
+lsm_inode_set(int fd, const struct clip_level *level)
+{
+	struct lsm_inode_key k;
+	struct lsm_level v;
+	int map, r;
+
+	r = inode_key(fd, &k);
+	if (r < 0)
+		return r;
+	map = map_open(LSM_MAP_INODES);
+	if (map < 0)
+		return map == -ENOENT ? -EOPNOTSUPP : map;
+	lsm_level_from(&v, level);
+	r = bpf_map_update_elem(map, &k, &v, BPF_ANY) < 0 ? -errno : 0;
+	close(map);
+	return r;
+}
+
+int
+lsm_inode_forget(int fd)
+{
+	struct lsm_inode_key k;
+	int map, r;
+
+	r = inode_key(fd, &k);
+	if (r < 0)
+		return r;
+	map = map_open(LSM_MAP_INODES);
+	if (map < 0)
+		return map == -ENOENT ? -EOPNOTSUPP : map;
+	r = bpf_map_delete_elem(map, &k) < 0 && errno != ENOENT ? -errno : 0;
+	close(map);
+	return r;
+}
+
+int
+lsm_test_dominates(struct lsm_dominates_args *cases, size_t n)
+{
+	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+	struct bpf_program *p;
+	int r = 0, fd;
+
+	skel = clip_lsm__open();
+	if (!skel) {
+		r = -errno;
+		libbpf_set_print(old);
+		return r;
+	}
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, p == skel->progs.clip_test_dominates);
+	r = clip_lsm__load(skel);
+	fd = r >= 0 ? bpf_program__fd(skel->progs.clip_test_dominates) : -1;
+	for (size_t i = 0; r >= 0 && i < n; i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &cases[i],
+			    .ctx_size_in = sizeof(cases[i]));
+
+		r = bpf_prog_test_run_opts(fd, &o);
+		if (r >= 0)
+			r = (int)o.retval == 0 ? 0 : -EIO;
+	}
+	libbpf_set_print(old);
+	return r < 0 ? r : 0;
+}
+
+/* A bpffs on /sys/fs/bpf, as systemd mounts it, when there is none. */
+static int
+bpffs_ensure(struct clip_error **reterr)
+{
+	struct statfs sf;
+
+	if (statfs(BPFFS, &sf) < 0)
+		return error_set_errno(reterr, -errno, "cannot find %s, where bpffs goes", BPFFS);
+	if (sf.f_type == BPF_FS_MAGIC)
+		return 0;
+	if (mount("bpf", BPFFS, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
+		return error_set_errno(reterr, -errno, "cannot mount a bpffs on %s", BPFFS);
+	return 0;
+}
+
+/* Every pin under the directory, the map of the processes first, then the directory. */
+static int
+pins_remove(void)
+{
+	_cleanup_close_ int dfd = -1;
+	DIR *d;
+	struct dirent *e;
+	int r = 0;
+
+	if (unlink(PIN(LSM_MAP_TASKS)) < 0 && errno != ENOENT)
+		return -errno;
+	dfd = open(CLIP_LSM_PIN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = fdopendir(dup(dfd));
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
+		    unlinkat(dfd, e->d_name, 0) < 0 && errno != ENOENT)
+			r = -errno;
+	closedir(d);
+	if (r >= 0 && rmdir(CLIP_LSM_PIN_DIR) < 0 && errno != ENOENT)
+		r = -errno;
+	return r;
+}
+
+static int
+lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
+{
+	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
+	struct bpf_program *p;
+	struct bpf_link *link;
+	char path[PATH_MAX];
+	int r;
+
+	r = bpffs_ensure(reterr);
+	if (r < 0)
+		return r;
+	if (mkdir(CLIP_LSM_PIN_DIR, 0700) < 0 && errno != EEXIST)
+		return error_set_errno(reterr, -errno, "cannot create %s", CLIP_LSM_PIN_DIR);
+	if (lsm_active()) {
+		log_debug(ctx, "the BPF LSM is loaded already (%s)", CLIP_LSM_PIN_DIR);
+		return 1;
+	}
+	/* Half a load of a loader that died: its pins go. */
+	(void)pins_remove();
+	if (mkdir(CLIP_LSM_PIN_DIR, 0700) < 0 && errno != EEXIST)
+		return error_set_errno(reterr, -errno, "cannot create %s", CLIP_LSM_PIN_DIR);
+	skel = clip_lsm__open();
+	if (!skel)
+		return error_set_errno(reterr, -errno, "cannot open the BPF LSM's object");
+	bpf_program__set_autoload(skel->progs.clip_test_dominates, false);
+	r = clip_lsm__load(skel);
+	if (r < 0)
+		return error_setf(
+			reterr, r == -EPERM || r == -EACCES ? -EPERM : -EIO, -1,
+			"the kernel refuses the BPF LSM's programs: %s (CAP_BPF, "
+			"CAP_PERFMON and CAP_SYS_ADMIN are needed, and a kernel that lets "
+			"BPF programs attach to its LSM hooks)",
+			strerror(-r));
+	bpf_object__for_each_program(p, skel->obj)
+	{
+		if (!bpf_program__autoload(p))
+			continue;
+		link = bpf_program__attach_lsm(p);
+		if (!link) {
+			r = -errno;
+			(void)pins_remove();
+			return error_set_errno(
+				reterr, r,
+				"cannot attach the BPF LSM's program %s (is \"bpf\" in "
+				"the kernel's lsm= list?)",
+				bpf_program__name(p));
+		}
+		snprintf(path, sizeof(path), "%s/link-%s", CLIP_LSM_PIN_DIR, bpf_program__name(p));
+		r = bpf_link__pin(link, path);
+		bpf_link__destroy(link);
+		if (r < 0) {
+			(void)pins_remove();
+			return error_set_errno(reterr, r, "cannot pin %s", path);
+		}
+	}
+	/* The map of the processes last: its pin says that the rest is there. */
+	struct bpf_map *maps[] = { skel->maps.inodes, skel->maps.socks, skel->maps.tasks };
+	for (size_t i = 0; i < ELEMENTSOF(maps); i++) {
+		snprintf(path, sizeof(path), "%s/%s", CLIP_LSM_PIN_DIR, bpf_map__name(maps[i]));
+		r = bpf_map__pin(maps[i], path);
+		if (r < 0) {
+			(void)pins_remove();
+			return error_set_errno(reterr, r, "cannot pin %s", path);
+		}
+	}
+	log_info(ctx, "the BPF LSM is loaded and pinned in %s", CLIP_LSM_PIN_DIR);
+	return 0;
+}
+
+/* One loader at a time: a lock on the bpffs's root (not a pin, so unloading keeps it). */
+static int
+lock_bpffs(struct clip_error **reterr)
+{
+	int fd = open(BPFFS, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return error_set_errno(reterr, -errno, "cannot open %s", BPFFS);
+	if (flock(fd, LOCK_EX) < 0) {
+		int r = error_set_errno(reterr, -errno, "cannot lock %s", BPFFS);
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+CLIP_EXPORT int
+clip_lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
+{
+	libbpf_print_fn_t old;
+	int r, lock;
+
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+
+	r = bpffs_ensure(reterr);
+	if (r < 0)
+		return api_return(r, reterr);
+	lock = lock_bpffs(reterr);
+	if (lock < 0)
+		return api_return(lock, reterr);
+	old = libbpf_set_print(libbpf_quiet);
+	r = lsm_load(ctx, reterr);
+	libbpf_set_print(old);
+	close(lock);
+	return api_return(r, reterr);
+}
+
+CLIP_EXPORT int
+clip_lsm_status(struct clip_ctx *ctx)
+{
+	ctx_assert_return(ctx, -EINVAL);
+	return lsm_active();
+}
+
+CLIP_EXPORT int
+clip_lsm_unload(struct clip_ctx *ctx, struct clip_error **reterr)
+{
+	struct statfs sf;
+	int r, lock;
+
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+
+	if (statfs(BPFFS, &sf) < 0 || sf.f_type != BPF_FS_MAGIC)
+		return api_return(0, reterr); /* no bpffs: nothing pinned */
+	lock = lock_bpffs(reterr);
+	if (lock < 0)
+		return api_return(lock, reterr);
+	r = pins_remove();
+	close(lock);
+	if (r < 0)
+		error_set_errno(reterr, r, "cannot remove the BPF LSM's pins in %s",
+				CLIP_LSM_PIN_DIR);
+	else
+		log_info(ctx, "the BPF LSM is unloaded (%s removed)", CLIP_LSM_PIN_DIR);
+	return api_return(r, reterr);
+}
