@@ -75,6 +75,7 @@ struct clip_cage_profile;
 #define CLIP_CAGE_MISSING_LANDLOCK_IOCTL (1u << 6) /* device ioctls allowed: ABI < 5 */
 #define CLIP_CAGE_MISSING_LANDLOCK_SCOPE (1u << 7) /* abstract sockets, signals: ABI < 6 */
 #define CLIP_CAGE_MISSING_LANDLOCK_LOG (1u << 8) /* denials unread: ABI < 7, no audit */
+#define CLIP_CAGE_MISSING_LSM (1u << 9) /* the BPF LSM is not loaded (clip_lsm_load()) */
 
 /* Resource limits; 0 means "no limit". */
 struct clip_cage_limits {

@@ -125,6 +125,7 @@ const char *const cage_step_names[_STEP_MAX] = {
 	[STEP_SETNS] = "entering the cage's namespaces",
 	[STEP_FORK] = "forking into the cage",
 	[STEP_EXEC] = "executing the command",
+	[STEP_LSM] = "registering with the BPF LSM",
 };
 
 void
@@ -1229,6 +1230,25 @@ cgroups_leave(int back[_CG_V1_MAX], int fail_fd)
 	cage_cgroups_close_tasks(back);
 }
 
+/*
+ * Into the BPF LSM's map of the cages' processes (doc/lsm.md): once the
+ * mounts are made (a cage's process makes none) and before the first
+ * process, which inherits the entry, as everything init forks. Our bpf()
+ * is the last: from now on the LSM refuses it to us.
+ */
+static void
+lsm_register_self(const struct cage_init_args *a, int fail_fd)
+{
+	int self, r;
+
+	CHECK(STEP_LSM, self = (int)syscall(SYS_pidfd_open, getpid(), 0));
+	r = lsm_task_register(a->lsm_fd, self, &a->lsm_task);
+	if (r < 0)
+		cage_child_fail(fail_fd, STEP_LSM, -r);
+	close(self);
+	close(a->lsm_fd);
+}
+
 /* MSG_READY, with the first process's pidfd if there is one. */
 static int
 send_ready(int sock, int pidfd)
@@ -1295,6 +1315,8 @@ cage_init_main(const struct cage_init_args *a)
 	}
 	if (seccomp_early)
 		CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
+	if (a->lsm_fd >= 0)
+		lsm_register_self(a, fail_fd);
 	if (a->first)
 		first = first_fork(a->first, ruleset, seccomp_early, &first_pidfd, &first_err,
 				   fail_fd);

@@ -4,7 +4,7 @@
  * profiles, their start, spawn and stop, their cgroups and the registry of
  * named cages.
  *
- * Calls: base level tpm
+ * Calls: base level lsm tpm
  */
 #pragma once
 
@@ -21,6 +21,7 @@
 #include <clip/level.h>
 
 #include "base/macro.h"
+#include "lsm/lsm.h"
 
 /* -- the profile, shared by the parser and the runtime (cage-profile.c, cage-seccomp.c) -- */
 
@@ -228,6 +229,7 @@ enum cage_step {
 	STEP_SETNS,
 	STEP_FORK,
 	STEP_EXEC,
+	STEP_LSM,
 	_STEP_MAX,
 };
 
@@ -330,6 +332,13 @@ struct cage_init_args {
 	bool steer;
 	cpu_set_t cpus;
 	const char *test_disable; /* test_hook_list() of the launcher */
+	/*
+	 * The BPF LSM's map of the cages' processes (lsm/lsm.h), or -1: init
+	 * registers itself in it once its mounts are made and before the
+	 * first process, which inherits the entry, as everything it forks.
+	 */
+	int lsm_fd;
+	struct lsm_task lsm_task;
 };
 
 _Noreturn void cage_init_main(const struct cage_init_args *a);
@@ -449,6 +458,9 @@ struct clip_cage {
 	unsigned long long start_time;
 	unsigned missing;
 	int landlock_abi;
+	/* Its processes' entry in the BPF LSM's map, when the LSM is loaded (lsm/lsm.h). */
+	bool lsm;
+	uint64_t lsm_id;
 	struct cage_audit audit;
 	clip_cage_denial_fn denial_fn;
 	void *denial_userdata;

@@ -339,7 +339,7 @@ _Noreturn static void
 spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 {
 	struct cage_exec_args a = *args;
-	int v2 = c->cg.v2_fd, cgns, pidfd = -1;
+	int v2 = c->cg.v2_fd, cgns, pidfd = -1, r;
 	struct clone_args ca = {
 		.flags = CLONE_PARENT | CLONE_PIDFD,
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
@@ -359,6 +359,10 @@ spawn_helper(struct clip_cage *c, const struct cage_exec_args *args, int err_fd)
 		cage_child_fail(err_fd, STEP_SETNS, errno);
 	if (cage_cgroups_join_v1_self(&c->cg) < 0)
 		cage_child_fail(err_fd, STEP_CGROUP, errno);
+	/* The init's entry in the BPF LSM: the process inherits it from us. */
+	r = test_hook_disabled("lsm-register") ? 0 : lsm_task_register_as(c->pidfd);
+	if (r < 0)
+		cage_child_fail(err_fd, STEP_LSM, -r);
 	if (setns(c->pidfd, CAGE_NS_FLAGS) < 0)
 		cage_child_fail(err_fd, STEP_SETNS, errno);
 	if (v2 >= 0) {

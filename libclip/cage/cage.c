@@ -39,6 +39,7 @@
 #include <clip/cage.h>
 
 #include "cage-internal.h"
+#include "cage-lsm.h"
 #include "base/ctx-internal.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -67,6 +68,7 @@ clip_cage_new(struct clip_cage **ret, struct clip_ctx *ctx, struct clip_cage_pro
 		return api_return(-ENOMEM, reterr);
 	c->n_ref = 1;
 	c->creator = getpid();
+	c->lsm_id = lsm_cage_id_new(); /* kept across restarts: what the session marks is its */
 	c->ctx = clip_ctx_ref(ctx);
 	c->profile = clip_cage_profile_ref(profile);
 	c->pidfd = -1;
@@ -456,6 +458,29 @@ steer_init(pid_t pid, const cpu_set_t *cpus)
 		(void)sched_setaffinity(pid, sizeof(others), &others);
 }
 
+/*
+ * The BPF LSM (doc/lsm.md): the cage's processes register in its pinned
+ * map under a fresh cage id, or, where it is not loaded (or this process
+ * cannot open its map: rootless), the cage goes without it, as without a
+ * cgroup limit: a CLIP_CAGE_MISSING_* bit and one line.
+ */
+static void
+lsm_going_without(struct clip_cage *c, const char *why)
+{
+	c->lsm = false;
+	c->missing |= CLIP_CAGE_MISSING_LSM;
+	log_warning(c->ctx, "cage %s: the BPF LSM %s: going without it (doc/lsm.md)",
+		    c->profile->name, why);
+}
+
+static void
+lsm_missing(struct clip_cage *c)
+{
+	c->lsm = !test_hook_disabled("lsm-register") && lsm_active();
+	if (!c->lsm)
+		lsm_going_without(c, "is not loaded (clip_lsm_load())");
+}
+
 static int
 cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 	   const struct cage_exec_args *first, const struct cage_sources *sources,
@@ -475,6 +500,7 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 		.first = first,
 		.end_with_first = first && (flags & CLIP_CAGE_START_END_WITH_FIRST),
 		.test_disable = test_hook_list(),
+		.lsm_fd = -1,
 	};
 	struct clone_args ca = {
 		.flags = CLONE_PIDFD | CAGE_NS_FLAGS,
@@ -493,6 +519,12 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)c->cg.v2_fd;
 	}
+	if (c->lsm) {
+		args.lsm_fd = lsm_tasks_open();
+		lsm_task_init(&args.lsm_task, c->lsm_id, c->profile->level);
+		if (args.lsm_fd < 0)
+			lsm_going_without(c, "is loaded, but its map cannot be opened (not root?)");
+	}
 	pid = cage_clone3(&ca);
 	if (pid < 0 && *into_cgroup && errno != EPERM && errno != ENOSPC && errno != EUSERS) {
 		/* A cgroup the kernel will not clone into: join it afterwards. */
@@ -504,6 +536,8 @@ cage_clone(struct clip_cage *c, int sock, int other, unsigned flags,
 		close(other);
 		cage_init_main(&args);
 	}
+	if (args.lsm_fd >= 0)
+		close(args.lsm_fd);
 	if (pid < 0)
 		return -errno;
 	c->pidfd = cage_fd_above_stdio(c->pidfd);
@@ -642,6 +676,7 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 		log_warning(c->ctx, "cage %s: the kernel has no Landlock; going without", p->name);
 	} else
 		landlock_missing(c);
+	lsm_missing(c);
 	if (first_opts) {
 		r = cage_spawn_prepare(c, first_opts, &first_args, reterr);
 		if (r < 0)
@@ -1201,4 +1236,10 @@ clip_cage_get_missing(const struct clip_cage *c)
 {
 	clip_assert_return(c, -EINVAL);
 	return (int)c->missing;
+}
+
+int
+cage_lsm_allow_socket(struct clip_cage *c, int fd)
+{
+	return c->lsm_id ? lsm_socket_allow(fd, c->lsm_id) : -EOPNOTSUPP;
 }

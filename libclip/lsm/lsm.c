@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -99,6 +100,30 @@ lsm_task_register(int tasks_fd, int pidfd, const struct lsm_task *task)
 	int r = bpf_map_update_elem(tasks_fd, &pidfd, task, BPF_ANY);
 
 	return r < 0 ? -errno : 0;
+}
+
+int
+lsm_task_register_as(int from_pidfd)
+{
+	struct lsm_task t;
+	int map, self, r;
+
+	if (!lsm_active())
+		return 0;
+	map = lsm_tasks_open();
+	if (map < 0)
+		return map;
+	r = bpf_map_lookup_elem(map, &from_pidfd, &t) < 0 ? -errno : 0;
+	if (r == -ENOENT)
+		r = 0; /* a cage started before the LSM was loaded */
+	else if (r == 0) {
+		self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+		r = self < 0 ? -errno : lsm_task_register(map, self, &t);
+		if (self >= 0)
+			close(self);
+	}
+	close(map);
+	return r;
 }
 
 uint64_t

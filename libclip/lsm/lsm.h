@@ -38,6 +38,14 @@ void lsm_task_init(struct lsm_task *ret, uint64_t cage_id, const struct clip_lev
  */
 int lsm_task_register(int tasks_fd, int pidfd, const struct lsm_task *task);
 
+/*
+ * Registers the calling process as the process of @from_pidfd is (a cage's
+ * init), if it is: what a process spawned into a running cage inherits.
+ * System calls only. 0 (also when the LSM is not loaded or @from_pidfd is
+ * not registered), or -errno.
+ */
+int lsm_task_register_as(int from_pidfd);
+
 /* A fresh cage id: random, never 0. */
 uint64_t lsm_cage_id_new(void);
 

@@ -291,9 +291,16 @@ static void
 print_missing(unsigned missing)
 {
 	/* Bit n of CLIP_CAGE_MISSING_*. */
-	static const char *const names[] = { "memory",         "tasks",          "cpu",
-					     "landlock",       "cgroup",         "landlock-net",
-					     "landlock-ioctl", "landlock-scope", "landlock-log" };
+	static const char *const names[] = { "memory",
+					     "tasks",
+					     "cpu",
+					     "landlock",
+					     "cgroup",
+					     "landlock-net",
+					     "landlock-ioctl",
+					     "landlock-scope",
+					     "landlock-log",
+					     "lsm" };
 	const char *sep = "  missing: ";
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

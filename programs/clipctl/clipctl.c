@@ -37,6 +37,7 @@ static const struct group {
 	{ "exec-check", clipctl_exec_check },
 	{ "exec-policy", clipctl_exec_policy },
 	{ "tpm", clipctl_tpm },
+	{ "lsm", clipctl_lsm },
 	{ "transfer", clipctl_transfer },
 	{ "audit", clipctl_audit },
 	{ "session", clipctl_session },
@@ -93,6 +94,9 @@ usage(FILE *f)
 	      "  tpm replay [TPM OPTIONS]   exit 0 when the event log matches the PCRs\n"
 	      "  tpm measure [TPM OPTIONS] FILE [WHAT]\n"
 	      "                         extend the measurement PCR with FILE\n"
+	      "  lsm load               load the BPF LSM and pin it for the host (root)\n"
+	      "  lsm status             exit 0 when the BPF LSM is loaded\n"
+	      "  lsm unload             unpin it: running cages lose it\n"
 	      "  transfer send FILE --to CAGE [--name N] [--note T] [--socket PATH]\n"
 	      "                         ask the mediator to move FILE to cage CAGE\n"
 	      "                         (exit 0 delivered, 1 failed, 3 denied by policy,\n"

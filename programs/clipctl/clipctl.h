@@ -71,6 +71,7 @@ int clipctl_exec_check(struct clipctl *c, int argc, char **argv);
 int clipctl_exec_policy(struct clipctl *c, int argc, char **argv);
 int clipctl_exec_allow_tree(struct clipctl *c, int argc, char **argv);
 int clipctl_tpm(struct clipctl *c, int argc, char **argv);
+int clipctl_lsm(struct clipctl *c, int argc, char **argv);
 int clipctl_transfer(struct clipctl *c, int argc, char **argv);
 int clipctl_audit(struct clipctl *c, int argc, char **argv);
 int clipctl_session(struct clipctl *c, int argc, char **argv);
