@@ -4,7 +4,7 @@
  * the inode) and levels as the MLS part of SELinux contexts. The label
  * value codec is here for the unit tests and the fuzzer.
  *
- * Calls: base keys level
+ * Calls: base keys level lsm
  */
 #pragma once
 

@@ -24,6 +24,7 @@
 #include "base/error.h"
 #include "keys/key.h"
 #include "label-internal.h"
+#include "lsm/lsm.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "base/test-hooks.h"
@@ -182,6 +183,25 @@ label_mac(struct clip_ctx *ctx, const struct file_identity *id, unsigned flags,
 	return ctx_mac(ctx, KEY_PURPOSE_LABEL, create, b.data, b.size, mac, reterr);
 }
 
+/*
+ * The BPF LSM learns a file's level from here only: once the library has
+ * written the label, or verified it (doc/lsm.md). A label that no longer
+ * verifies leaves the last verified level in place: the stricter rule for
+ * a file someone tampered with.
+ */
+static void
+label_to_lsm(struct clip_ctx *ctx, int fd, const struct clip_level *level)
+{
+	int r;
+
+	if (test_hook_disabled("lsm-files") || !lsm_active())
+		return;
+	r = level ? lsm_inode_set(fd, level) : lsm_inode_forget(fd);
+	if (r < 0)
+		log_debug(ctx, "the BPF LSM does not learn the level of fd %d: %s", fd,
+			  strerror(-r));
+}
+
 static int
 label_set(struct clip_ctx *ctx, int fd, const struct clip_level *level, unsigned flags,
 	  struct clip_error **reterr)
@@ -223,6 +243,7 @@ label_set(struct clip_ctx *ctx, int fd, const struct clip_level *level, unsigned
 	}
 	log_debug(ctx, "labelled inode %llu as %s (%s)", (unsigned long long)st.st_ino, text,
 		  xattr_name(flags));
+	label_to_lsm(ctx, fd, level);
 	return 0;
 }
 
@@ -284,6 +305,7 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 				 "label does not verify: it was copied from another file, "
 				 "edited, or made with another key");
 	}
+	label_to_lsm(ctx, fd, level);
 	*ret = steal_ptr(level);
 	return 0;
 }
@@ -331,7 +353,7 @@ clip_label_verify(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_erro
 }
 
 static int
-label_remove(int fd, unsigned flags, struct clip_error **reterr)
+label_remove(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_error **reterr)
 {
 	struct stat st;
 	int r;
@@ -349,6 +371,7 @@ label_remove(int fd, unsigned flags, struct clip_error **reterr)
 					 xattr_name(flags));
 		return error_set_errno(reterr, r, "cannot remove %s", xattr_name(flags));
 	}
+	label_to_lsm(ctx, fd, NULL);
 	return 0;
 }
 
@@ -361,5 +384,5 @@ clip_label_remove(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_erro
 	ctx_assert_log_return(ctx, (flags & ~CLIP_LABEL_ROOTLESS) == 0,
 			      api_return(-EINVAL, reterr));
 
-	return api_return(label_remove(fd, flags, reterr), reterr);
+	return api_return(label_remove(ctx, fd, flags, reterr), reterr);
 }

@@ -83,6 +83,8 @@ struct parser {
 	uint32_t confirm_timeout_ms;
 	uint32_t role_gid[SESSION_ROLES]; /* AdminGroup=, AuditGroup= (session-roles.c) */
 	bool role_set[SESSION_ROLES];
+
+	bool require_lsm;
 };
 
 static struct parser *
@@ -305,12 +307,24 @@ parse_audit_group(struct ini *ini, const struct ini_key *k, char *value, size_t 
 	return parse_role_group(ini, k, value, offset, CLIP_SESSION_ROLE_AUDIT);
 }
 
+parse_require_lsm(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
+{
+	struct parser *ps = parser_of(ini);
+
+	if (strcmp(value, "yes") != 0 && strcmp(value, "no") != 0)
+		return ini_error(&ps->ini, k, offset, -EINVAL, "'%.40s' is not yes or no", value);
+	ps->require_lsm = strcmp(value, "yes") == 0;
+	return 0;
+}
+
 /* In the formatter's order. */
 static const struct ini_key keys[] = {
 	{ SECTION_SESSION, "Name", parse_session_name, false },
 	{ SECTION_SESSION, "StateDirectory", parse_state_dir, false },
 	{ SECTION_SESSION, "AdminGroup", parse_admin_group, false },
 	{ SECTION_SESSION, "AuditGroup", parse_audit_group, false },
+
+	{ SECTION_SESSION, "RequireLSM", parse_require_lsm, false },
 	{ SECTION_CAGE, "Name", parse_cage_name, false },
 	{ SECTION_CAGE, "Level", parse_level, false },
 	{ SECTION_CAGE, "Profile", parse_profile, false },
@@ -501,6 +515,7 @@ session_build(struct parser *ps, struct clip_session **ret, struct clip_ctx *ctx
 			s->rules[i] = steal_ptr(ps->rules[i].text);
 	}
 	s->mediator_opts.confirm_timeout_ms = ps->confirm_timeout_ms;
+	s->require_lsm = ps->require_lsm;
 	if (r >= 0) {
 		e = NULL;
 		r = clip_session_check(s, &e);
@@ -714,6 +729,9 @@ session_format(const struct clip_session *s, char **ret)
 	if (s->state_dir)
 		fprintf(f, "StateDirectory=%s\n", s->state_dir);
 	session_roles_format(s, f);
+
+	if (s->require_lsm)
+		fputs("RequireLSM=yes\n", f);
 	for (size_t i = 0; i < s->n_cages && r >= 0; i++) {
 		const struct session_cage *c = sorted[i];
 		_cleanup_free_ char *level = NULL;

@@ -15,7 +15,7 @@
  *   session-roles.c  the admin and audit roles: their groups, their sockets,
  *                    what each may ask, the trail handed to the audit role
  *
- * Calls: base cage label level transfer
+ * Calls: base cage label level lsm transfer
  */
 #pragma once
 
@@ -94,6 +94,7 @@ struct clip_session {
 	struct clip_policy *policy;
 	char **rules; /* the Rule= lines as written (NULL-terminated), for the formatter */
 	struct clip_mediator_opts mediator_opts;
+	bool require_lsm; /* RequireLSM=yes: no start without the BPF LSM */
 
 	/* Runtime (session-run.c). */
 	bool started;

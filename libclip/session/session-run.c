@@ -37,6 +37,8 @@
 #include "base/log.h"
 #include "base/test-hooks.h"
 #include "base/util.h"
+#include "cage/cage-lsm.h"
+#include "lsm/lsm.h"
 #include "session-internal.h"
 
 /* How long clip_audit_open() is retried while a dead runner's child still holds the log. */
@@ -258,6 +260,28 @@ data_dir_open(struct session_cage *c, struct clip_error **reterr)
 			  &c->data_made, reterr);
 }
 
+/*
+ * The BPF LSM, when loaded (doc/lsm.md): the cage's transfer socket is the
+ * one socket not of the cage that its processes may connect to, and its
+ * data directory is at its level.
+ */
+static void
+lsm_wire(struct clip_session *s, struct session_cage *c, int data)
+{
+	int r;
+
+	if (!lsm_active())
+		return;
+	r = cage_lsm_allow_socket(c->cage, c->listen_fd);
+	if (r >= 0 && !test_hook_disabled("lsm-files"))
+		r = lsm_inode_set(data, c->level);
+	if (r < 0)
+		log_warning(s->ctx,
+			    "session '%s': cage %s: the BPF LSM is not told of its socket "
+			    "and data directory: %s",
+			    s->name, c->name, strerror(-r));
+}
+
 /* A cage of this session left registered by a runner that died: stopped before ours starts. */
 static void
 stop_leftover(struct clip_session *s, struct session_cage *c, unsigned grace_ms)
@@ -470,6 +494,7 @@ session_start(struct clip_session *s, unsigned flags, struct clip_error **reterr
 			data = data_dir_open(c, reterr);
 			if (data < 0)
 				return data;
+			lsm_wire(s, c, data);
 		}
 	}
 
@@ -597,6 +622,12 @@ clip_session_start(struct clip_session *s, unsigned flags, struct clip_error **r
 				  reterr);
 	if (s->n_cages == 0)
 		return api_return(error_set(reterr, -EINVAL, "session '%s' has no cage", s->name),
+				  reterr);
+	if (s->require_lsm && !test_hook_disabled("require-lsm") && !lsm_active())
+		return api_return(error_set(reterr, -EOPNOTSUPP,
+					    "session '%s' requires the BPF LSM (RequireLSM=yes), "
+					    "which is not loaded (clipctl lsm load)",
+					    s->name),
 				  reterr);
 	s->run_fd = -1;
 	s->started = true;

@@ -582,6 +582,38 @@ Test(session, role_groups_are_gids_names_resolved_at_parse)
 	assert_errno(clip_session_set_role_group(s, CLIP_SESSION_ROLE_AUDIT, g->gr_gid, NULL),
 		     -EINVAL);
 	cr_assert_eq(clip_session_set_role_group(s, CLIP_SESSION_ROLE_AUDIT, 4343, NULL), 0);
+
+Test(session, require_lsm_is_kept_and_a_start_without_the_lsm_refused)
+{
+	struct clip_session *s = NULL, *plain = NULL;
+	struct clip_error *e = NULL;
+	char *text, *m = NULL;
+
+	cr_assert_eq(parse(HEAD "RequireLSM=yes\n" LOW, AT_FDCWD, &s, &m, NULL), 0, "%s",
+		     m ? m : "");
+	cr_assert(s->require_lsm);
+	text = format(s);
+	cr_assert(strstr(text, "StateDirectory") == NULL &&
+			  strstr(text, "Name=t\nRequireLSM=yes\n"),
+		  "%s", text);
+	free(text);
+	cr_assert_eq(parse(HEAD "RequireLSM=no\n" LOW, AT_FDCWD, &plain, &m, NULL), 0);
+	cr_assert(!plain->require_lsm);
+	text = format(plain);
+	cr_assert_null(strstr(text, "RequireLSM"), "%s", text);
+	free(text);
+	clip_session_unref(plain);
+	cr_assert_eq(parse(HEAD "RequireLSM=maybe\n" LOW, AT_FDCWD, NULL, &m, NULL), -EINVAL);
+	cr_assert(strstr(m, "'maybe' is not yes or no"), "%s", m);
+	free(m);
+	/* Not loaded (nothing pinned on this host): refused before anything is made. */
+	if (clip_lsm_status(s->ctx) == 1)
+		cr_skip_test("the BPF LSM is loaded on this host");
+	cr_assert_eq(clip_session_start(s, 0, &e), -EOPNOTSUPP);
+	cr_assert_str_eq(clip_error_get_message(e),
+			 "session 't' requires the BPF LSM (RequireLSM=yes), which is not loaded "
+			 "(clipctl lsm load)");
+	clip_error_free(e);
 	clip_session_unref(s);
 }
 
