@@ -38,13 +38,23 @@ struct {
 	__type(value, struct lsm_sock);
 } socks SEC(".maps");
 
+/* A labelled inode: the key of its level in levels. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, LSM_INODES_MAX);
 	__type(key, struct lsm_inode_key);
-	__type(value, struct lsm_level);
+	__type(value, __u64);
 } inodes SEC(".maps");
+
+/* The levels of the labelled inodes, by a 64-bit digest of their value (lsm.c). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, LSM_LEVELS_MAX);
+	__type(key, __u64);
+	__type(value, struct lsm_level);
+} levels SEC(".maps");
 
 /* libclip/level/level.c, level_dominates(): the same test, word by word. */
 static __always_inline bool
@@ -197,12 +207,14 @@ static __always_inline struct lsm_level *
 inode_level(struct inode *inode)
 {
 	struct lsm_inode_key k = {};
+	__u64 *level_key;
 
 	if (!inode)
 		return NULL;
 	k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(inode, i_ino);
-	return bpf_map_lookup_elem(&inodes, &k);
+	level_key = bpf_map_lookup_elem(&inodes, &k);
+	return level_key ? bpf_map_lookup_elem(&levels, level_key) : NULL;
 }
 
 /* Reading needs the cage's level to dominate the file's; writing, the same level. */

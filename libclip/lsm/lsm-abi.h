@@ -49,5 +49,10 @@ struct lsm_dominates_args {
 	lsm_u32 equal; /* out */
 };
 
-/* Room for millions of labelled inodes; entries allocated as they come. */
+/*
+ * Room for millions of labelled inodes, entries allocated as they come: an
+ * inode's entry holds its level's key in the map of levels (24 bytes of
+ * key and value, not 160), since a host has few distinct levels.
+ */
 #define LSM_INODES_MAX (1u << 22)
+#define LSM_LEVELS_MAX 4096u

@@ -93,6 +93,12 @@ lsm_test_dominates(struct lsm_dominates_args *cases, size_t n)
 	return -EOPNOTSUPP;
 }
 
+int
+lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels)
+{
+	return -EOPNOTSUPP;
+}
+
 CLIP_EXPORT int
 clip_lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
 {

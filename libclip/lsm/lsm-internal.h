@@ -14,3 +14,4 @@
 #define LSM_MAP_TASKS "tasks"
 #define LSM_MAP_SOCKS "socks"
 #define LSM_MAP_INODES "inodes"
+#define LSM_MAP_LEVELS "levels"

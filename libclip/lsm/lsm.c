@@ -166,21 +166,61 @@ inode_key(int fd, struct lsm_inode_key *ret)
 	return 0;
 }
 
+/* FNV-1a, 64 bits, of the level as the programs see it: its key in the map of levels. */
+static uint64_t
+level_digest(const struct lsm_level *l)
+{
+	const unsigned char *p = (const unsigned char *)l;
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (size_t i = 0; i < sizeof(*l); i++)
+		h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+	return h;
+}
+
+/*
+ * @level in the map of levels, under its digest; two levels with the same
+ * digest (never seen) are refused rather than confused.
+ */
+static int
+level_intern(int map, const struct lsm_level *v, uint64_t *ret_key)
+{
+	struct lsm_level old;
+	uint64_t key = level_digest(v);
+	int r;
+
+	r = bpf_map_update_elem(map, &key, v, BPF_NOEXIST) < 0 ? -errno : 0;
+	if (r == -EEXIST)
+		r = bpf_map_lookup_elem(map, &key, &old) < 0 ? -errno
+		    : memcmp(&old, v, sizeof(old)) != 0      ? -EADDRINUSE
+							     : 0;
+	*ret_key = key;
+	return r;
+}
+
 int
 lsm_inode_set(int fd, const struct clip_level *level)
 {
 	struct lsm_inode_key k;
 	struct lsm_level v;
+	uint64_t key;
 	int map, r;
 
 	r = inode_key(fd, &k);
 	if (r < 0)
 		return r;
+	lsm_level_from(&v, level);
+	map = map_open(LSM_MAP_LEVELS);
+	if (map < 0)
+		return map == -ENOENT ? -EOPNOTSUPP : map;
+	r = level_intern(map, &v, &key);
+	close(map);
+	if (r < 0)
+		return r;
 	map = map_open(LSM_MAP_INODES);
 	if (map < 0)
 		return map == -ENOENT ? -EOPNOTSUPP : map;
-	lsm_level_from(&v, level);
-	r = bpf_map_update_elem(map, &k, &v, BPF_ANY) < 0 ? -errno : 0;
+	r = bpf_map_update_elem(map, &k, &key, BPF_ANY) < 0 ? -errno : 0;
 	close(map);
 	return r;
 }
@@ -229,6 +269,51 @@ lsm_test_dominates(struct lsm_dominates_args *cases, size_t n)
 			r = (int)o.retval == 0 ? 0 : -EIO;
 	}
 	libbpf_set_print(old);
+	return r < 0 ? r : 0;
+}
+
+int
+lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels)
+{
+	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+	struct bpf_program *p;
+	int r, levels, inodes;
+	uint64_t key, got;
+
+	skel = clip_lsm__open();
+	if (!skel) {
+		r = -errno;
+		libbpf_set_print(old);
+		return r;
+	}
+	/* The maps only: no program attached, nothing pinned. */
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, p == skel->progs.clip_test_dominates);
+	r = clip_lsm__load(skel);
+	libbpf_set_print(old);
+	if (r < 0)
+		return r;
+	levels = bpf_map__fd(skel->maps.levels);
+	inodes = bpf_map__fd(skel->maps.inodes);
+	for (unsigned i = 0; r >= 0 && i < n_inodes; i++) {
+		struct lsm_level v = { .sensitivity =
+					       i % n_levels % (CLIP_LEVEL_SENSITIVITY_MAX + 1) };
+		struct lsm_inode_key k = { .dev = 8u << 20, .ino = 1000000u + i };
+
+		v.cats[(i % n_levels) / 16 % LSM_CATEGORY_WORDS] |= UINT64_C(1)
+								    << (i % n_levels % 64);
+		r = level_intern(levels, &v, &key);
+		if (r >= 0 && bpf_map_update_elem(inodes, &k, &key, BPF_ANY) < 0)
+			r = -errno;
+	}
+	/* Every entry is there, with its level's key. */
+	for (unsigned i = 0; r >= 0 && i < n_inodes; i += 997) {
+		struct lsm_inode_key k = { .dev = 8u << 20, .ino = 1000000u + i };
+
+		if (bpf_map_lookup_elem(inodes, &k, &got) < 0)
+			r = -errno;
+	}
 	return r < 0 ? r : 0;
 }
 
@@ -331,7 +416,8 @@ lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
 		}
 	}
 	/* The map of the processes last: its pin says that the rest is there. */
-	struct bpf_map *maps[] = { skel->maps.inodes, skel->maps.socks, skel->maps.tasks };
+	struct bpf_map *maps[] = { skel->maps.levels, skel->maps.inodes, skel->maps.socks,
+				   skel->maps.tasks };
 	for (size_t i = 0; i < ELEMENTSOF(maps); i++) {
 		snprintf(path, sizeof(path), "%s/%s", CLIP_LSM_PIN_DIR, bpf_map__name(maps[i]));
 		r = bpf_map__pin(maps[i], path);

@@ -71,5 +71,12 @@ int lsm_inode_forget(int fd);
  */
 int lsm_test_dominates(struct lsm_dominates_args *cases, size_t n);
 
+/*
+ * Fills the maps of a load of the programs that attaches none with
+ * @n_inodes labelled inodes of @n_levels distinct levels, and finds them
+ * again: the maps' sizes, shown. Needs CAP_BPF. 0, or -errno.
+ */
+int lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels);
+
 /* @ret: @level as the programs see it (a NULL level is s0). */
 void lsm_level_from(struct lsm_level *ret, const struct clip_level *level);
