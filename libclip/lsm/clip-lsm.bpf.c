@@ -175,10 +175,19 @@ BPF_PROG(clip_unix_stream_connect, struct sock *sock, struct sock *other, struct
 	return unix_peer(other);
 }
 
+/*
+ * Datagrams and SOCK_SEQPACKET: to a socket this one is connected to
+ * (a socket pair the library made, say) it sends as it could at connect
+ * time; to another, as a connection would be.
+ */
 SEC("lsm/unix_may_send")
 int
 BPF_PROG(clip_unix_may_send, struct socket *sock, struct socket *other)
 {
+	struct unix_sock *u = (struct unix_sock *)sock->sk;
+
+	if (BPF_CORE_READ(u, peer) == other->sk)
+		return 0;
 	return unix_peer(other->sk);
 }
 
