@@ -317,7 +317,7 @@ lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels)
 	return r < 0 ? r : 0;
 }
 
-/* A bpffs on /sys/fs/bpf, as systemd mounts it, when there is none. */
+/* A bpffs on /sys/fs/bpf, as systemd mounts it, when there is none: 1 when mounted now. */
 static int
 bpffs_ensure(struct clip_error **reterr)
 {
@@ -329,7 +329,7 @@ bpffs_ensure(struct clip_error **reterr)
 		return 0;
 	if (mount("bpf", BPFFS, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
 		return error_set_errno(reterr, -errno, "cannot mount a bpffs on %s", BPFFS);
-	return 0;
+	return 1;
 }
 
 /* Every pin under the directory, the map of the processes first, then the directory. */
@@ -368,9 +368,6 @@ lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
 	char path[PATH_MAX];
 	int r;
 
-	r = bpffs_ensure(reterr);
-	if (r < 0)
-		return r;
 	if (mkdir(CLIP_LSM_PIN_DIR, 0700) < 0 && errno != EEXIST)
 		return error_set_errno(reterr, -errno, "cannot create %s", CLIP_LSM_PIN_DIR);
 	if (lsm_active()) {
@@ -386,6 +383,8 @@ lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
 		return error_set_errno(reterr, -errno, "cannot open the BPF LSM's object");
 	bpf_program__set_autoload(skel->progs.clip_test_dominates, false);
 	r = clip_lsm__load(skel);
+	if (r < 0)
+		(void)pins_remove(); /* the directory made above */
 	if (r < 0)
 		return error_setf(
 			reterr, r == -EPERM || r == -EACCES ? -EPERM : -EIO, -1,
@@ -451,21 +450,26 @@ CLIP_EXPORT int
 clip_lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
 {
 	libbpf_print_fn_t old;
-	int r, lock;
+	int r, lock, mounted;
 
 	clip_assert_reterr(reterr);
 	ctx_assert_return_error(ctx, reterr);
 
-	r = bpffs_ensure(reterr);
-	if (r < 0)
-		return api_return(r, reterr);
+	mounted = bpffs_ensure(reterr);
+	if (mounted < 0)
+		return api_return(mounted, reterr);
 	lock = lock_bpffs(reterr);
 	if (lock < 0)
-		return api_return(lock, reterr);
-	old = libbpf_set_print(libbpf_quiet);
-	r = lsm_load(ctx, reterr);
-	libbpf_set_print(old);
-	close(lock);
+		r = lock;
+	else {
+		old = libbpf_set_print(libbpf_quiet);
+		r = lsm_load(ctx, reterr);
+		libbpf_set_print(old);
+		close(lock);
+	}
+	/* A failed load leaves the host as it was: no bpffs it did not have. */
+	if (r < 0 && mounted > 0)
+		(void)umount2(BPFFS, MNT_DETACH);
 	return api_return(r, reterr);
 }
 
