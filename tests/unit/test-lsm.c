@@ -475,3 +475,31 @@ Test(lsm_cages, a_core_process_refuses_a_cage_s_signal)
 	clip_cage_unref(c);
 	clip_ctx_unref(ctx);
 }
+
+Test(lsm_cages, a_cage_started_without_the_lsm_says_so)
+{
+	struct clip_cage_profile *p = NULL;
+	struct clip_cage *c = NULL;
+	struct clip_error *e = NULL;
+	struct clip_ctx *ctx;
+
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	/* An empty bpffs of the test's own: nothing loaded. */
+	private_bpffs_or_skip();
+	ctx = test_ctx(NULL);
+	cr_assert_eq(clip_lsm_status(ctx), HAVE_LSM ? 0 : -EOPNOTSUPP);
+	cr_assert_eq(clip_cage_profile_parse(&p, "t.cage", "[Cage]\nName=lsm-none\n",
+					     strlen("[Cage]\nName=lsm-none\n"), NULL),
+		     0);
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	cr_assert_eq(clip_cage_get_missing(c) & CLIP_CAGE_MISSING_LSM, 0,
+		     "missing before it starts");
+	cr_assert_eq(clip_cage_start(c, 0, &e), 0, "start: %s", e ? clip_error_get_message(e) : "");
+	cr_assert(clip_cage_get_missing(c) & CLIP_CAGE_MISSING_LSM, "0x%x",
+		  clip_cage_get_missing(c));
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_cage_profile_unref(p);
+	clip_ctx_unref(ctx);
+}
