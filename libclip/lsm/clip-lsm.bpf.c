@@ -144,11 +144,12 @@ int
 BPF_PROG(clip_socket_post_create, struct socket *sock, int family, int type, int protocol, int kern)
 {
 	struct lsm_task *t = current_cage();
+	struct sock *sk = sock->sk;
 	struct lsm_sock *s;
 
-	if (!t || kern || !sock->sk)
+	if (!t || kern || !sk)
 		return 0;
-	s = bpf_sk_storage_get(&socks, sock->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	s = bpf_sk_storage_get(&socks, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!s)
 		return -EPERM;
 	s->cage_id = t->cage_id;
