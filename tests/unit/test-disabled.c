@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * A build with parts left out (-Dtpm=disabled, -Dselinux=disabled): every
+ * A build with parts left out (-Dtpm=disabled, -Dselinux=disabled,
+ * -Dlsm=disabled): every
  * function of those parts is still there and answers -EOPNOTSUPP with a
  * message that names the build option. Built only where a part is out.
  */
@@ -15,14 +16,6 @@
 #include "config.h"
 #include "helpers.h"
 
-static char logged[512];
-
-static void
-keep(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
-{
-	snprintf(logged, sizeof(logged), "%s", message);
-}
-
 /* -EOPNOTSUPP and a message that says which option left it out. */
 #define assert_left_out(expr, e, option) \
 	do { \
@@ -33,6 +26,14 @@ keep(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
 	} while (0)
 
 #if !HAVE_TPM
+static char logged[512];
+
+static void
+keep(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	snprintf(logged, sizeof(logged), "%s", message);
+}
+
 Test(disabled, every_tpm_function_says_the_build_has_no_tpm)
 {
 	struct clip_tpm_opts o = { .size = sizeof(o) };
@@ -102,5 +103,21 @@ Test(disabled, every_selinux_function_says_the_build_has_no_selinux)
 	assert_errno(clip_selinux_context_get_level(NULL, &l, NULL), -EINVAL);
 	assert_errno(clip_selinux_file_get_level(-1, &l, NULL), -EBADF);
 	clip_level_unref(l);
+}
+#endif
+
+#if !HAVE_LSM
+Test(disabled, every_lsm_function_says_the_build_has_no_lsm)
+{
+	struct clip_ctx *ctx = test_ctx(NULL);
+	struct clip_error *e = NULL;
+
+	assert_left_out(clip_lsm_load(ctx, &e), e, "-Dlsm=disabled");
+	assert_left_out(clip_lsm_unload(ctx, &e), e, "-Dlsm=disabled");
+	assert_errno(clip_lsm_status(ctx), -EOPNOTSUPP);
+	/* Misuse is still told apart from the missing part. */
+	assert_errno(clip_lsm_status(NULL), -EINVAL);
+	assert_errno(clip_lsm_load(NULL, NULL), -EINVAL);
+	clip_ctx_unref(ctx);
 }
 #endif
