@@ -1301,6 +1301,9 @@ cage_init_main(const struct cage_init_args *a)
 	/* Into the v1 cgroups (cgroup2: cloned into it); they become our cgroup root. */
 	cgroups_join(sock, fail_fd, back);
 	CHECK(STEP_SYNC, unshare(CLONE_NEWCGROUP));
+	/* Before the seccomp filter, which denies bpf() (and so would our registration). */
+	if (a->lsm_fd >= 0)
+		lsm_register_self(a, fail_fd);
 	/*
 	 * Landlock and the default seccomp filter now, before the first
 	 * process: it inherits the filter and nests a domain of its own in
@@ -1315,8 +1318,6 @@ cage_init_main(const struct cage_init_args *a)
 	}
 	if (seccomp_early)
 		CHECK(STEP_SECCOMP, seccomp_load(cage_seccomp_default()));
-	if (a->lsm_fd >= 0)
-		lsm_register_self(a, fail_fd);
 	if (a->first)
 		first = first_fork(a->first, ruleset, seccomp_early, &first_pidfd, &first_err,
 				   fail_fd);

@@ -99,6 +99,24 @@ lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels)
 	return -EOPNOTSUPP;
 }
 
+int
+lsm_test_pin_maps(void)
+{
+	return -EOPNOTSUPP;
+}
+
+int
+lsm_test_task(int pidfd, struct lsm_task *ret)
+{
+	return -EOPNOTSUPP;
+}
+
+int
+lsm_test_inode(int fd, struct lsm_level *ret)
+{
+	return -EOPNOTSUPP;
+}
+
 CLIP_EXPORT int
 clip_lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
 {

@@ -317,6 +317,77 @@ lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels)
 	return r < 0 ? r : 0;
 }
 
+static int pins_remove(void);
+
+int
+lsm_test_pin_maps(void)
+{
+	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+	struct bpf_program *p;
+	char path[PATH_MAX];
+	int r;
+
+	skel = clip_lsm__open();
+	if (!skel) {
+		r = -errno;
+		libbpf_set_print(old);
+		return r;
+	}
+	bpf_object__for_each_program(p, skel->obj)
+		bpf_program__set_autoload(p, p == skel->progs.clip_test_dominates);
+	r = clip_lsm__load(skel);
+	if (r >= 0 && mkdir(CLIP_LSM_PIN_DIR, 0700) < 0)
+		r = -errno;
+	struct bpf_map *maps[] = { skel->maps.levels, skel->maps.inodes, skel->maps.socks,
+				   skel->maps.tasks };
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(maps); i++) {
+		snprintf(path, sizeof(path), "%s/%s", CLIP_LSM_PIN_DIR, bpf_map__name(maps[i]));
+		r = bpf_map__pin(maps[i], path);
+	}
+	libbpf_set_print(old);
+	if (r < 0)
+		(void)pins_remove();
+	return r;
+}
+
+int
+lsm_test_task(int pidfd, struct lsm_task *ret)
+{
+	int map = lsm_tasks_open(), r;
+
+	if (map < 0)
+		return map;
+	r = bpf_map_lookup_elem(map, &pidfd, ret) < 0 ? -errno : 0;
+	close(map);
+	return r;
+}
+
+int
+lsm_test_inode(int fd, struct lsm_level *ret)
+{
+	struct lsm_inode_key k;
+	uint64_t key;
+	int map, r;
+
+	r = inode_key(fd, &k);
+	if (r < 0)
+		return r;
+	map = map_open(LSM_MAP_INODES);
+	if (map < 0)
+		return map;
+	r = bpf_map_lookup_elem(map, &k, &key) < 0 ? -errno : 0;
+	close(map);
+	if (r < 0)
+		return r;
+	map = map_open(LSM_MAP_LEVELS);
+	if (map < 0)
+		return map;
+	r = bpf_map_lookup_elem(map, &key, ret) < 0 ? -errno : 0;
+	close(map);
+	return r;
+}
+
 /* A bpffs on /sys/fs/bpf, as systemd mounts it, when there is none: 1 when mounted now. */
 static int
 bpffs_ensure(struct clip_error **reterr)

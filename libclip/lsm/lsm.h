@@ -78,5 +78,17 @@ int lsm_test_dominates(struct lsm_dominates_args *cases, size_t n);
  */
 int lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels);
 
+/*
+ * The maps alone pinned under CLIP_LSM_PIN_DIR, no program attached: what
+ * the library writes into them (a cage's registration, a verified label)
+ * can be read back where the kernel refuses the programs. Tests only;
+ * clip_lsm_unload() removes them. 0 or -errno.
+ */
+int lsm_test_pin_maps(void);
+
+/* The entry of the process of @pidfd, or of the inode of @fd: 0, or -ENOENT. */
+int lsm_test_task(int pidfd, struct lsm_task *ret);
+int lsm_test_inode(int fd, struct lsm_level *ret);
+
 /* @ret: @level as the programs see it (a NULL level is s0). */
 void lsm_level_from(struct lsm_level *ret, const struct clip_level *level);

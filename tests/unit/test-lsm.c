@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -501,5 +502,92 @@ Test(lsm_cages, a_cage_started_without_the_lsm_says_so)
 	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
 	clip_cage_unref(c);
 	clip_cage_profile_unref(p);
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * The library's side where the kernel may refuse the programs: the maps
+ * alone, pinned in a bpffs of the test's own (lsm_test_pin_maps()), and
+ * what the library writes into them read back.
+ */
+static struct clip_ctx *
+maps_pinned_or_skip(const char *state)
+{
+	struct clip_ctx *ctx;
+	int r;
+
+	if (under_valgrind())
+		cr_skip_test("valgrind's bpf() reads attribute bytes libbpf leaves unset");
+	private_bpffs_or_skip();
+	r = lsm_test_pin_maps();
+	cr_assert_eq(r, 0, "%s", strerror(-r));
+	ctx = test_ctx(state);
+	cr_assert_eq(clip_lsm_status(ctx), 1);
+	return ctx;
+}
+
+Test(lsm_maps, a_cage_registers_its_init_under_an_id_of_its_own_at_its_level)
+{
+	struct clip_ctx *ctx = maps_pinned_or_skip(NULL);
+	struct clip_level *level = test_level("s2:c3,c700");
+	struct lsm_task t = { 0 }, t2 = { 0 };
+	struct lsm_level want;
+	struct clip_cage *c, *c2;
+
+	c = cage_started(ctx, "[Cage]\nName=lsm-reg\nLevel=s2:c3,c700\n");
+	c2 = cage_started(ctx, "[Cage]\nName=lsm-reg2\n");
+	cr_assert_eq(lsm_test_task(clip_cage_get_fd(c), &t), 0, "the init is not registered");
+	cr_assert_eq(lsm_test_task(clip_cage_get_fd(c2), &t2), 0, "the init is not registered");
+	lsm_level_from(&want, level);
+	cr_assert_neq(t.cage_id, 0);
+	cr_assert_eq(memcmp(&t.level, &want, sizeof(want)), 0, "not the cage's level");
+	cr_assert_neq(t2.cage_id, t.cage_id, "two cages, one id");
+	lsm_level_from(&want, NULL);
+	cr_assert_eq(memcmp(&t2.level, &want, sizeof(want)), 0, "not s0");
+	/* A spawn copies the init's entry onto its helper first: it still runs. */
+	cr_assert_eq(cage_run(c, "exit 7", -1), 7);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	cr_assert_eq(clip_cage_stop(c2, 0, NULL), 0);
+	cr_assert_eq(clip_lsm_unload(ctx, NULL), 0);
+	cr_assert_eq(clip_lsm_status(ctx), 0);
+	clip_cage_unref(c);
+	clip_cage_unref(c2);
+	clip_level_unref(level);
+	clip_ctx_unref(ctx);
+}
+
+Test(lsm_maps, only_a_label_written_or_verified_reaches_the_map)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL;
+	struct clip_level *level = test_level("s1:c5");
+	struct lsm_level want, got;
+	struct clip_ctx *ctx;
+	int fd, other;
+
+	cr_assert_geq(asprintf(&state, "%s/state", dir), 0);
+	ctx = maps_pinned_or_skip(state);
+	fd = test_file(dir, "f", "data");
+	other = test_file(dir, "g", "data");
+	lsm_level_from(&want, level);
+	cr_assert_eq(lsm_test_inode(fd, &got), -ENOENT, "unlabelled, yet in the map");
+	cr_assert_eq(clip_label_set(ctx, fd, level, 0, NULL), 0);
+	cr_assert_eq(lsm_test_inode(fd, &got), 0, "labelled, not in the map");
+	cr_assert_eq(memcmp(&got, &want, sizeof(want)), 0);
+	cr_assert_eq(lsm_test_inode(other, &got), -ENOENT, "another inode in the map");
+	/* Forgotten, then verified again: back. */
+	cr_assert_eq(lsm_inode_forget(fd), 0);
+	cr_assert_eq(clip_label_verify(ctx, fd, 0, NULL), 0);
+	cr_assert_eq(lsm_test_inode(fd, &got), 0, "verified, not in the map");
+	/* A label that does not verify teaches the kernel nothing. */
+	cr_assert_eq(fsetxattr(other, "trusted.clip.label", "s15 forged", 10, 0), 0, "%s",
+		     strerror(errno));
+	cr_assert_lt(clip_label_verify(ctx, other, 0, NULL), 0);
+	cr_assert_eq(lsm_test_inode(other, &got), -ENOENT, "a forged label reached the map");
+	cr_assert_eq(clip_label_remove(ctx, fd, 0, NULL), 0);
+	cr_assert_eq(lsm_test_inode(fd, &got), -ENOENT, "removed, still in the map");
+	close(fd);
+	close(other);
+	cr_assert_eq(clip_lsm_unload(ctx, NULL), 0);
+	clip_level_unref(level);
 	clip_ctx_unref(ctx);
 }
