@@ -112,6 +112,12 @@ lsm_test_task(int pidfd, struct lsm_task *ret)
 }
 
 int
+lsm_test_socket(int fd, uint64_t *ret_cage_id)
+{
+	return -EOPNOTSUPP;
+}
+
+int
 lsm_test_inode(int fd, struct lsm_level *ret)
 {
 	return -EOPNOTSUPP;

@@ -364,6 +364,21 @@ lsm_test_task(int pidfd, struct lsm_task *ret)
 }
 
 int
+lsm_test_socket(int fd, uint64_t *ret_cage_id)
+{
+	struct lsm_sock v;
+	int map = map_open(LSM_MAP_SOCKS), r;
+
+	if (map < 0)
+		return map;
+	r = bpf_map_lookup_elem(map, &fd, &v) < 0 ? -errno : 0;
+	close(map);
+	if (r >= 0)
+		*ret_cage_id = v.cage_id;
+	return r;
+}
+
+int
 lsm_test_inode(int fd, struct lsm_level *ret)
 {
 	struct lsm_inode_key k;

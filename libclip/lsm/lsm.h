@@ -89,6 +89,8 @@ int lsm_test_pin_maps(void);
 /* The entry of the process of @pidfd, or of the inode of @fd: 0, or -ENOENT. */
 int lsm_test_task(int pidfd, struct lsm_task *ret);
 int lsm_test_inode(int fd, struct lsm_level *ret);
+/* The cage whose processes may connect to the socket @fd: 0, or -ENOENT. */
+int lsm_test_socket(int fd, uint64_t *ret_cage_id);
 
 /* @ret: @level as the programs see it (a NULL level is s0). */
 void lsm_level_from(struct lsm_level *ret, const struct clip_level *level);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -33,6 +34,7 @@
 #include "base/util.h"
 #include "cage/cage-internal.h"
 #include "helpers.h"
+#include "lsm/lsm.h"
 #include "transfer/proto.h"
 
 #define N_CAGES 3
@@ -271,6 +273,56 @@ Test(session_run, each_cage_sees_its_wiring_and_nothing_else)
 	cr_assert_eq(lstat(path, &st), 0);
 	cr_assert_eq(st.st_mode & 0777, 0600);
 	cr_assert_not_null(clip_session_get_mediator(w.s));
+	world_free(&w);
+}
+
+Test(session_run, the_lsm_learns_each_cage_s_transfer_socket_and_data_directory)
+{
+	struct world w;
+	char path[700];
+	int r;
+
+	if (!test_is_root())
+		cr_skip_test("not root: no bpffs of its own, no BPF maps");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	/* The LSM's maps alone, in a bpffs of the test's own (doc/lsm.md, "This host"). */
+	cr_assert_eq(test_unshare_mount(), 0);
+	cr_assert_eq(mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"), 0, "%s", strerror(errno));
+	r = lsm_test_pin_maps();
+	if (r == -EOPNOTSUPP)
+		cr_skip_test("built without the BPF LSM (-Dlsm=disabled)");
+	cr_assert_eq(r, 0, "%s", strerror(-r));
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	for (int i = 0; i < N_CAGES; i++) {
+		struct clip_cage *c = clip_session_get_cage(w.s, names[i]);
+		struct clip_level *level = test_level(levels[i]);
+		struct lsm_level want, got;
+		struct lsm_task t;
+		uint64_t id = 0;
+		int data;
+
+		/* Its init, and the one socket not of the cage that it may reach, under its id. */
+		cr_assert_eq(lsm_test_task(clip_cage_get_fd(c), &t), 0, "%s: not registered",
+			     names[i]);
+		cr_assert_eq(lsm_test_socket(clip_session_get_socket_fd(w.s, names[i]), &id), 0,
+			     "%s: its transfer socket is not marked", names[i]);
+		cr_assert_eq(id, t.cage_id, "%s: its socket is another cage's", names[i]);
+		/* Its data directory at its level. */
+		snprintf(path, sizeof(path), "%s/data/%s", w.dir, names[i]);
+		data = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		cr_assert_geq(data, 0);
+		lsm_level_from(&want, level);
+		cr_assert_eq(lsm_test_inode(data, &got), 0, "%s: its data directory has no level",
+			     names[i]);
+		cr_assert_eq(memcmp(&got, &want, sizeof(want)), 0, "%s: not its level", names[i]);
+		cr_assert_eq(memcmp(&t.level, &want, sizeof(want)), 0, "%s: not its level",
+			     names[i]);
+		close(data);
+		clip_level_unref(level);
+	}
+	cr_assert_eq(clip_lsm_unload(w.ctx, NULL), 0);
 	world_free(&w);
 }
 
