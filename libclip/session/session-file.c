@@ -307,6 +307,7 @@ parse_audit_group(struct ini *ini, const struct ini_key *k, char *value, size_t 
 	return parse_role_group(ini, k, value, offset, CLIP_SESSION_ROLE_AUDIT);
 }
 
+static int
 parse_require_lsm(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
 	struct parser *ps = parser_of(ini);

@@ -582,6 +582,8 @@ Test(session, role_groups_are_gids_names_resolved_at_parse)
 	assert_errno(clip_session_set_role_group(s, CLIP_SESSION_ROLE_AUDIT, g->gr_gid, NULL),
 		     -EINVAL);
 	cr_assert_eq(clip_session_set_role_group(s, CLIP_SESSION_ROLE_AUDIT, 4343, NULL), 0);
+	clip_session_unref(s);
+}
 
 Test(session, require_lsm_is_kept_and_a_start_without_the_lsm_refused)
 {
