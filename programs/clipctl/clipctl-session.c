@@ -259,22 +259,40 @@ down_leftovers(struct clipctl *c, struct clip_ctx *ctx, const char *name)
 	return r;
 }
 
+/*
+ * The options and the words of `session VERB [--session-dir DIR] NAME`
+ * (with @cage, NAME CAGE), and a context: 0, or the exit code once said.
+ * @prefix comes before the verb in the usage line ("session ", or "").
+ */
+static int
+session_args(struct clipctl *c, int argc, char **argv, bool cage, const char *prefix,
+	     struct session_opts *o, struct clip_ctx **ret_ctx)
+{
+	int r = parse_opts(argc, argv, o);
+
+	if (r != 0)
+		return r;
+	if (argc - optind != (cage ? 2 : 1))
+		return fail_usage("usage: %s%s [--session-dir DIR] NAME%s", prefix, argv[0],
+				  cage ? " CAGE" : "");
+	if (cage && strlen(argv[optind + 1]) > 32)
+		return fail_usage("session %s: no cage is named '%.40s...'", argv[0],
+				  argv[optind + 1]);
+	*ret_ctx = clipctl_ctx(c);
+	return *ret_ctx ? 0 : EXIT_USAGE;
+}
+
 static int
 session_down(struct clipctl *c, int argc, char **argv)
 {
 	struct clip_error *error = NULL;
-	struct clip_ctx *ctx;
+	struct clip_ctx *ctx = NULL;
 	struct session_opts o;
 	int r;
 
-	r = parse_opts(argc, argv, &o);
+	r = session_args(c, argc, argv, false, "session ", &o, &ctx);
 	if (r != 0)
 		return r;
-	if (argc - optind != 1)
-		return fail_usage("usage: session down [--session-dir DIR] NAME");
-	ctx = clipctl_ctx(c);
-	if (!ctx)
-		return EXIT_USAGE;
 	r = clip_session_control(ctx, argv[optind], o.dir, "stop", NULL, &error);
 	if (r == -ESRCH) {
 		clip_error_free(error);
@@ -315,19 +333,14 @@ session_status(struct clipctl *c, int argc, char **argv)
 {
 	struct clip_session_status *st = NULL;
 	struct clip_error *error = NULL;
-	struct clip_ctx *ctx;
+	struct clip_ctx *ctx = NULL;
 	struct session_opts o;
 	unsigned pending = 0;
 	int r, agent = 0;
 
-	r = parse_opts(argc, argv, &o);
+	r = session_args(c, argc, argv, false, "session ", &o, &ctx);
 	if (r != 0)
 		return r;
-	if (argc - optind != 1)
-		return fail_usage("usage: session status [--session-dir DIR] NAME");
-	ctx = clipctl_ctx(c);
-	if (!ctx)
-		return EXIT_USAGE;
 	r = clip_session_control(ctx, argv[optind], o.dir, "status", &st, &error);
 	clip_ctx_unref(ctx);
 	if (r < 0)
@@ -356,62 +369,26 @@ session_status(struct clipctl *c, int argc, char **argv)
 	return 0;
 }
 
-static int
-session_restart(struct clipctl *c, int argc, char **argv)
-{
-	struct clip_error *error = NULL;
-	struct clip_ctx *ctx;
-	struct session_opts o;
-	char request[64];
-	int r;
-
-	r = parse_opts(argc, argv, &o);
-	if (r != 0)
-		return r;
-	if (argc - optind != 2)
-		return fail_usage("usage: session restart [--session-dir DIR] NAME CAGE");
-	if (strlen(argv[optind + 1]) > 32)
-		return fail_usage("session restart: no cage is named '%.40s...'", argv[optind + 1]);
-	snprintf(request, sizeof(request), "restart %s", argv[optind + 1]);
-	ctx = clipctl_ctx(c);
-	if (!ctx)
-		return EXIT_USAGE;
-	r = clip_session_control(ctx, argv[optind], o.dir, request, NULL, &error);
-	clip_ctx_unref(ctx);
-	if (r < 0)
-		return fail_error(argv[optind], r, error);
-	say(stdout, "cage %s of session %s restarted", argv[optind + 1], argv[optind]);
-	return 0;
-}
-
 /*
- * session start|stop [--session-dir DIR] NAME CAGE: one cage, the others left
- * running; session reload [--session-dir DIR] NAME: the runner reads its file again.
+ * session restart|start|stop [--session-dir DIR] NAME CAGE: one cage, the
+ * others left running; session reload [--session-dir DIR] NAME: the runner
+ * reads its file again.
  */
 static int
 session_request(struct clipctl *c, int argc, char **argv)
 {
 	bool cage = strcmp(argv[0], "reload") != 0;
 	struct clip_error *error = NULL;
-	struct clip_ctx *ctx;
+	struct clip_ctx *ctx = NULL;
 	struct session_opts o;
 	char request[64];
 	int r;
 
-	r = parse_opts(argc, argv, &o);
+	r = session_args(c, argc, argv, cage, "session ", &o, &ctx);
 	if (r != 0)
 		return r;
-	if (argc - optind != (cage ? 2 : 1))
-		return fail_usage("usage: session %s [--session-dir DIR] NAME%s", argv[0],
-				  cage ? " CAGE" : "");
-	if (cage && strlen(argv[optind + 1]) > 32)
-		return fail_usage("session %s: no cage is named '%.40s...'", argv[0],
-				  argv[optind + 1]);
 	snprintf(request, sizeof(request), "%s%s%s", argv[0], cage ? " " : "",
 		 cage ? argv[optind + 1] : "");
-	ctx = clipctl_ctx(c);
-	if (!ctx)
-		return EXIT_USAGE;
 	r = clip_session_control(ctx, argv[optind], o.dir, request, NULL, &error);
 	clip_ctx_unref(ctx);
 	if (r < 0)
@@ -420,7 +397,9 @@ session_request(struct clipctl *c, int argc, char **argv)
 		say(stdout, "session %s reloaded", argv[optind]);
 	else
 		say(stdout, "cage %s of session %s %s", argv[optind + 1], argv[optind],
-		    strcmp(argv[0], "start") == 0 ? "started" : "stopped");
+		    strcmp(argv[0], "stop") == 0    ? "stopped"
+		    : strcmp(argv[0], "start") == 0 ? "started"
+						    : "restarted");
 	return 0;
 }
 
@@ -429,20 +408,15 @@ static int
 session_trail(struct clipctl *c, int argc, char **argv)
 {
 	struct clip_error *error = NULL;
-	struct clip_ctx *ctx;
+	struct clip_ctx *ctx = NULL;
 	struct session_opts o;
 	char buf[65536];
 	ssize_t n;
 	int r, fd = -1;
 
-	r = parse_opts(argc, argv, &o);
+	r = session_args(c, argc, argv, false, "session ", &o, &ctx);
 	if (r != 0)
 		return r;
-	if (argc - optind != 1)
-		return fail_usage("usage: session trail [--session-dir DIR] NAME");
-	ctx = clipctl_ctx(c);
-	if (!ctx)
-		return EXIT_USAGE;
 	r = clip_session_get_trail(ctx, argv[optind], o.dir, &fd, &error);
 	clip_ctx_unref(ctx);
 	if (r < 0)
@@ -464,19 +438,14 @@ static int
 session_audit_key(struct clipctl *c, int argc, char **argv)
 {
 	struct clip_error *error = NULL;
-	struct clip_ctx *ctx;
+	struct clip_ctx *ctx = NULL;
 	struct session_opts o;
 	char *pem = NULL;
 	int r;
 
-	r = parse_opts(argc, argv, &o);
+	r = session_args(c, argc, argv, false, "session ", &o, &ctx);
 	if (r != 0)
 		return r;
-	if (argc - optind != 1)
-		return fail_usage("usage: session audit-key [--session-dir DIR] NAME");
-	ctx = clipctl_ctx(c);
-	if (!ctx)
-		return EXIT_USAGE;
 	r = clip_session_get_audit_key(ctx, argv[optind], o.dir, &pem, &error);
 	clip_ctx_unref(ctx);
 	if (r < 0)
@@ -504,19 +473,14 @@ static int
 session_watch(struct clipctl *c, int argc, char **argv)
 {
 	struct clip_error *error = NULL;
-	struct clip_ctx *ctx;
+	struct clip_ctx *ctx = NULL;
 	struct session_opts o;
 	uint64_t last = 0;
 	int r, fd = -1;
 
-	r = parse_opts(argc, argv, &o);
+	r = session_args(c, argc, argv, false, "", &o, &ctx);
 	if (r != 0)
 		return r;
-	if (argc - optind != 1)
-		return fail_usage("usage: watch [--session-dir DIR] NAME");
-	ctx = clipctl_ctx(c);
-	if (!ctx)
-		return EXIT_USAGE;
 	r = clip_session_watch(ctx, argv[optind], o.dir, &fd, &error);
 	clip_ctx_unref(ctx);
 	if (r < 0)
@@ -580,14 +544,12 @@ clipctl_session(struct clipctl *c, int argc, char **argv)
 		return session_down(c, argc, argv);
 	if (strcmp(argv[0], "status") == 0)
 		return session_status(c, argc, argv);
-	if (strcmp(argv[0], "restart") == 0)
-		return session_restart(c, argc, argv);
 	if (strcmp(argv[0], "exec") == 0)
 		return clipctl_session_exec(c, argc, argv);
 	if (strcmp(argv[0], "watch") == 0)
 		return session_watch(c, argc, argv);
-	if (strcmp(argv[0], "start") == 0 || strcmp(argv[0], "stop") == 0 ||
-	    strcmp(argv[0], "reload") == 0)
+	if (strcmp(argv[0], "restart") == 0 || strcmp(argv[0], "start") == 0 ||
+	    strcmp(argv[0], "stop") == 0 || strcmp(argv[0], "reload") == 0)
 		return session_request(c, argc, argv);
 	if (strcmp(argv[0], "trail") == 0)
 		return session_trail(c, argc, argv);
