@@ -242,15 +242,19 @@ lsm_inode_forget(int fd)
 	return r;
 }
 
-int
-lsm_test_dominates(struct lsm_dominates_args *cases, size_t n)
+/*
+ * The skeleton opened and loaded with its maps and its test program only:
+ * no hook attached, nothing pinned (the tests' and the bench's). 0, or
+ * -errno; libbpf quiet meanwhile.
+ */
+static int
+skel_load_maps_only(struct clip_lsm **ret)
 {
-	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
 	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+	struct clip_lsm *skel = clip_lsm__open();
 	struct bpf_program *p;
-	int r = 0, fd;
+	int r;
 
-	skel = clip_lsm__open();
 	if (!skel) {
 		r = -errno;
 		libbpf_set_print(old);
@@ -259,6 +263,22 @@ lsm_test_dominates(struct lsm_dominates_args *cases, size_t n)
 	bpf_object__for_each_program(p, skel->obj)
 		bpf_program__set_autoload(p, p == skel->progs.clip_test_dominates);
 	r = clip_lsm__load(skel);
+	libbpf_set_print(old);
+	if (r < 0) {
+		clip_lsm__destroy(skel);
+		return r;
+	}
+	*ret = skel;
+	return 0;
+}
+
+int
+lsm_test_dominates(struct lsm_dominates_args *cases, size_t n)
+{
+	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
+	int r, fd;
+
+	r = skel_load_maps_only(&skel);
 	fd = r >= 0 ? bpf_program__fd(skel->progs.clip_test_dominates) : -1;
 	for (size_t i = 0; r >= 0 && i < n; i++) {
 		LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &cases[i],
@@ -268,7 +288,6 @@ lsm_test_dominates(struct lsm_dominates_args *cases, size_t n)
 		if (r >= 0)
 			r = (int)o.retval == 0 ? 0 : -EIO;
 	}
-	libbpf_set_print(old);
 	return r < 0 ? r : 0;
 }
 
@@ -276,22 +295,10 @@ int
 lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels)
 {
 	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
-	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
-	struct bpf_program *p;
 	int r, levels, inodes;
 	uint64_t key, got;
 
-	skel = clip_lsm__open();
-	if (!skel) {
-		r = -errno;
-		libbpf_set_print(old);
-		return r;
-	}
-	/* The maps only: no program attached, nothing pinned. */
-	bpf_object__for_each_program(p, skel->obj)
-		bpf_program__set_autoload(p, p == skel->progs.clip_test_dominates);
-	r = clip_lsm__load(skel);
-	libbpf_set_print(old);
+	r = skel_load_maps_only(&skel);
 	if (r < 0)
 		return r;
 	levels = bpf_map__fd(skel->maps.levels);
@@ -323,24 +330,18 @@ int
 lsm_test_pin_maps(void)
 {
 	_cleanup_(clip_lsm__destroyp) struct clip_lsm *skel = NULL;
-	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
-	struct bpf_program *p;
 	char path[PATH_MAX];
 	int r;
 
-	skel = clip_lsm__open();
-	if (!skel) {
-		r = -errno;
-		libbpf_set_print(old);
+	r = skel_load_maps_only(&skel);
+	if (r < 0)
 		return r;
-	}
-	bpf_object__for_each_program(p, skel->obj)
-		bpf_program__set_autoload(p, p == skel->progs.clip_test_dominates);
-	r = clip_lsm__load(skel);
-	if (r >= 0 && mkdir(CLIP_LSM_PIN_DIR, 0700) < 0)
-		r = -errno;
+	if (mkdir(CLIP_LSM_PIN_DIR, 0700) < 0)
+		return -errno;
 	struct bpf_map *maps[] = { skel->maps.levels, skel->maps.inodes, skel->maps.socks,
 				   skel->maps.tasks };
+	libbpf_print_fn_t old = libbpf_set_print(libbpf_quiet);
+
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(maps); i++) {
 		snprintf(path, sizeof(path), "%s/%s", CLIP_LSM_PIN_DIR, bpf_map__name(maps[i]));
 		r = bpf_map__pin(maps[i], path);
