@@ -14,6 +14,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/core_names.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <openssl/sha.h>
 
 struct clip_error;
@@ -39,6 +42,11 @@ struct clip_error;
 	X(EVP_EncryptFinal_ex) \
 	X(EVP_EncryptInit_ex) \
 	X(EVP_EncryptUpdate) \
+	X(EVP_KDF_CTX_free) \
+	X(EVP_KDF_CTX_new) \
+	X(EVP_KDF_derive) \
+	X(EVP_KDF_fetch) \
+	X(EVP_KDF_free) \
 	X(EVP_MD_CTX_free) \
 	X(EVP_MD_CTX_new) \
 	X(EVP_MD_fetch) \
@@ -49,7 +57,12 @@ struct clip_error;
 	X(EVP_PKEY_new_raw_private_key) \
 	X(EVP_PKEY_new_raw_public_key) \
 	X(EVP_aes_256_gcm) \
-	X(EVP_sha256)
+	X(EVP_sha256) \
+	X(OSSL_PARAM_construct_end) \
+	X(OSSL_PARAM_construct_octet_string) \
+	X(OSSL_PARAM_construct_uint32) \
+	X(OSSL_PARAM_construct_uint64) \
+	X(OSSL_PARAM_construct_utf8_string)
 
 #define CRYPTO_DL_DECLARE(name) extern __typeof__(name) *sym_##name;
 CRYPTO_FUNCTIONS(CRYPTO_DL_DECLARE)

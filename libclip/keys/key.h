@@ -17,6 +17,8 @@ enum key_purpose {
 	KEY_PURPOSE_AUDIT, /* audit records and their anchor (transfer/audit.c) */
 	KEY_PURPOSE_ENVELOPE, /* per-target envelope keys (transfer/) */
 	KEY_PURPOSE_AUDIT_SIGN, /* the Ed25519 seed that signs the audit anchor (transfer/audit-sign.c) */
+
+	KEY_PURPOSE_LEVEL_DATA, /* the levels' data directories (fscrypt.h) */
 	_KEY_PURPOSE_MAX,
 };
 

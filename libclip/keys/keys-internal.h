@@ -2,8 +2,9 @@
 /*
  * keys: where a context's 32-byte master key comes from (a provider: the
  * key file, or the key sealed to the TPM), the keys derived from it per
- * purpose, and the keyring that caches them in a secret page. Other
- * modules use key.h only.
+ * purpose, and the keyring that caches them in a secret page; the keys of
+ * the levels' data directories and the kernel's filesystem encryption that
+ * uses them (key-fscrypt.c). Other modules use key.h and fscrypt.h only.
  *
  * Calls: base tpm
  */
