@@ -3154,13 +3154,15 @@ Session_set_state_dir(SessionObject *self, PyObject *args)
 static PyObject *
 Session_add_cage(SessionObject *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = { "name", "level", "profile", "data_dir", "restart", NULL };
+	static char *kwlist[] = { "name",    "level",           "profile", "data_dir",
+				  "restart", "data_encryption", NULL };
 	const char *name;
 	PyObject *level, *profile = Py_None;
 	struct path_arg data_dir = { NULL };
-	int restart = CLIP_SESSION_RESTART_NO;
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "sO|$OO&i:add_cage", kwlist, &name, &level,
-					 &profile, optional_path_converter, &data_dir, &restart))
+	int restart = CLIP_SESSION_RESTART_NO, data_encryption = CLIP_SESSION_DATA_FSCRYPT;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "sO|$OO&ii:add_cage", kwlist, &name, &level,
+					 &profile, optional_path_converter, &data_dir, &restart,
+					 &data_encryption))
 		return NULL;
 	if (level_check(level, "level") < 0 || session_open(self) < 0 ||
 	    (profile != Py_None && !PyObject_TypeCheck(profile, &ProfileType) &&
@@ -3175,6 +3177,7 @@ Session_add_cage(SessionObject *self, PyObject *args, PyObject *kwds)
 		.profile = profile == Py_None ? NULL : ((ProfileObject *)profile)->profile,
 		.data_dir = path_str(&data_dir),
 		.restart = restart,
+		.data_encryption = data_encryption,
 	};
 	struct clip_error *err = NULL;
 	int r = clip_session_add_cage(self->session, &c, &err);
@@ -3460,7 +3463,8 @@ static PyMethodDef Session_methods[] = {
 	{ "set_state_dir", (PyCFunction)Session_set_state_dir, METH_VARARGS,
 	  "set_state_dir(path): where the wiring lives." },
 	{ "add_cage", KW(Session_add_cage),
-	  "add_cage(name, level, *, profile=None, data_dir=None, restart=SESSION_RESTART_NO)" },
+	  "add_cage(name, level, *, profile=None, data_dir=None, restart=SESSION_RESTART_NO, "
+	  "data_encryption=SESSION_DATA_FSCRYPT)" },
 	{ "set_policy", (PyCFunction)Session_set_policy, METH_VARARGS,
 	  "set_policy(text, origin=None): the transfer policy, clip.policy(5)." },
 	{ "check", (PyCFunction)Session_check, METH_NOARGS, "check(): check the whole wiring." },
@@ -4019,6 +4023,8 @@ add_constants(PyObject *m)
 	C("SESSION_RESTART_NO", CLIP_SESSION_RESTART_NO)
 	C("SESSION_RESTART_ON_FAILURE", CLIP_SESSION_RESTART_ON_FAILURE)
 	C("SESSION_RESTART_ALWAYS", CLIP_SESSION_RESTART_ALWAYS)
+	C("SESSION_DATA_FSCRYPT", CLIP_SESSION_DATA_FSCRYPT)
+	C("SESSION_DATA_NONE", CLIP_SESSION_DATA_NONE)
 	C("SESSION_EVENT_CAGE_ENDED", CLIP_SESSION_EVENT_CAGE_ENDED)
 	C("SESSION_EVENT_CAGE_RESTARTED", CLIP_SESSION_EVENT_CAGE_RESTARTED)
 	C("SESSION_EVENT_CAGE_FAILED", CLIP_SESSION_EVENT_CAGE_FAILED)

@@ -52,6 +52,16 @@ struct clip_audit;
 #define CLIP_SESSION_RESTART_ON_FAILURE 1 /* its init was killed or failed */
 #define CLIP_SESSION_RESTART_ALWAYS 2
 
+/*
+ * DataEncryption= of a cage: how its data directory is kept at rest
+ * (doc/data-at-rest.md). FSCRYPT, the default: encrypted by the kernel
+ * with the key of the cage's level, unlocked while a cage of that level
+ * runs; a directory that is not encrypted is refused. NONE: plain files,
+ * said explicitly.
+ */
+#define CLIP_SESSION_DATA_FSCRYPT 0
+#define CLIP_SESSION_DATA_NONE 1
+
 /* Flags of clip_session_start(). */
 #define CLIP_SESSION_START_EXTERNAL_SOCKETS (1u << 0) /* see clip_session_start() */
 
@@ -72,6 +82,7 @@ struct clip_session_cage {
 	const struct clip_cage_profile *profile;
 	const char *data_dir; /* absolute; created 0700 for the cage when missing */
 	int restart; /* CLIP_SESSION_RESTART_* */
+	int data_encryption; /* CLIP_SESSION_DATA_*; absent (an older size) is FSCRYPT */
 };
 
 /**
@@ -176,6 +187,26 @@ const char *clip_session_get_name(const struct clip_session *session);
  */
 int clip_session_set_state_dir(struct clip_session *session, const char *path,
 			       struct clip_error **reterr);
+
+/**
+ * clip_session_set_secret - the user secret mixed into the keys of the
+ * levels' data directories
+ *
+ * The key of a level whose cages have CLIP_SESSION_DATA_FSCRYPT is derived
+ * from the context's master key (clip_ctx_set_key_provider()) and, once
+ * this is set, from @secret through scrypt: neither the disk nor the TPM
+ * alone opens the data. A start with another secret (or none, when the
+ * directory was made with one) is refused with -EKEYREJECTED naming the
+ * directory. The session keeps a copy, wiped when replaced or freed; the
+ * caller wipes its own. A secret reaches a runner through a descriptor
+ * (clipctl session up --secret-fd), never its arguments or environment.
+ *
+ * @param secret 1 to 4096 bytes, or NULL (and @size 0) for none
+ * @return 0, or -EINVAL, -EBUSY (started), -ENOMEM.
+ * @since 0.1
+ */
+int clip_session_set_secret(struct clip_session *session, const void *secret, size_t size,
+			    struct clip_error **reterr);
 
 /**
  * clip_session_add_cage - add a cage

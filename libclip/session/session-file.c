@@ -61,6 +61,7 @@ struct file_cage {
 	char *profile_path; /* absolute */
 	char *data_dir; /* absolute */
 	int restart;
+	int data_encryption; /* CLIP_SESSION_DATA_* */
 };
 
 struct file_rule {
@@ -241,6 +242,21 @@ parse_restart(struct ini *ini, const struct ini_key *k, char *value, size_t offs
 }
 
 static int
+parse_data_encryption(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
+{
+	struct parser *ps = parser_of(ini);
+
+	if (strcmp(value, "fscrypt") == 0)
+		cage_current(ps)->data_encryption = CLIP_SESSION_DATA_FSCRYPT;
+	else if (strcmp(value, "none") == 0)
+		cage_current(ps)->data_encryption = CLIP_SESSION_DATA_NONE;
+	else
+		return ini_error(&ps->ini, k, offset, -EINVAL, "'%.40s' is not fscrypt or none",
+				 value);
+	return 0;
+}
+
+static int
 parse_rule(struct ini *ini, const struct ini_key *k, char *value, size_t offset)
 {
 	struct parser *ps = parser_of(ini);
@@ -331,6 +347,7 @@ static const struct ini_key keys[] = {
 	{ SECTION_CAGE, "Profile", parse_profile, false },
 	{ SECTION_CAGE, "DataDirectory", parse_data_dir, false },
 	{ SECTION_CAGE, "Restart", parse_restart, false },
+	{ SECTION_CAGE, "DataEncryption", parse_data_encryption, false },
 	{ SECTION_TRANSFER, "ConfirmTimeoutSec", parse_confirm_timeout, false },
 	{ SECTION_TRANSFER, "Rule", parse_rule, true },
 };
@@ -489,6 +506,7 @@ session_build(struct parser *ps, struct clip_session **ret, struct clip_ctx *ctx
 			.profile = c->profile,
 			.data_dir = c->data_dir,
 			.restart = c->restart,
+			.data_encryption = c->data_encryption,
 		};
 
 		e = NULL;
@@ -746,6 +764,8 @@ session_format(const struct clip_session *s, char **ret)
 		fprintf(f, "DataDirectory=%s\n", c->data_dir);
 		if (c->restart != CLIP_SESSION_RESTART_NO)
 			fprintf(f, "Restart=%s\n", restart_names[c->restart]);
+		if (c->data_encryption == CLIP_SESSION_DATA_NONE)
+			fputs("DataEncryption=none\n", f);
 	}
 	if (s->rules || s->mediator_opts.confirm_timeout_ms)
 		fputs("\n[Transfer]\n", f);

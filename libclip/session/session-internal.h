@@ -14,8 +14,10 @@
  *                    "watch" connections (clip_session_watch())
  *   session-roles.c  the admin and audit roles: their groups, their sockets,
  *                    what each may ask, the trail handed to the audit role
+ *   session-crypt.c  the levels' data at rest: unlocked with the first cage
+ *                    of a level, locked with its last (doc/data-at-rest.md)
  *
- * Calls: base cage label level lsm transfer
+ * Calls: base cage keys label level lsm transfer
  */
 #pragma once
 
@@ -79,6 +81,13 @@ struct session_cage {
 	struct token_bucket denials;
 	uint64_t denials_suppressed;
 	bool reloaded; /* a reload gave it a new profile: its next start makes the cage anew */
+
+	/* The data at rest (session-crypt.c). */
+	int data_encryption; /* CLIP_SESSION_DATA_* */
+	bool key_held; /* this cage holds its level's key on the data's filesystem */
+	int key_fd; /* the data directory's parent, while key_held: the filesystem */
+	uint64_t key_dev;
+	uint8_t key_id[16]; /* the kernel's identifier of the level's key */
 };
 
 /* At most this many "watch" connections at once (session-watch.c). */
@@ -115,6 +124,8 @@ struct clip_session {
 	uint32_t role_gid[2]; /* CLIP_SESSION_ROLE_*: the group of each role (session-roles.c) */
 	bool role_set[2];
 	char *file_path; /* clip_session_load()'s, read again by "reload" (session-roles.c) */
+	void *secret; /* clip_session_set_secret(), wiped when freed */
+	size_t secret_size;
 };
 
 /* An argument refused with a message (clip_assert_return() with a reason). */
@@ -164,6 +175,18 @@ int session_control_listen(struct clip_session *s, struct clip_error **reterr);
 int session_control_dispatch(struct clip_session *s, uint64_t tag, struct clip_error **reterr);
 /* Close the control socket and its connections (the socket file stays). */
 void session_control_close(struct clip_session *s);
+
+/* session-crypt.c */
+/*
+ * Before @c starts: its level's key added (once for all its cages), its
+ * data directory checked to be encrypted with it, or given the policy
+ * when new and empty; refused with a message naming the directory.
+ */
+int session_crypt_unlock(struct clip_session *s, struct session_cage *c,
+			 struct clip_error **reterr);
+/* After @c stopped: its level's key removed when no other cage holds it. Idempotent. */
+void session_crypt_lock(struct clip_session *s, struct session_cage *c);
+void session_secret_free(struct clip_session *s);
 
 /* session-watch.c */
 /* The feed, given to the mediator and watched: at start, before the cages run. */

@@ -183,13 +183,19 @@ cage_run(struct clip_session *s, struct session_cage *c, struct clip_error **ret
 	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 	int r;
 
-	r = clip_cage_start(c->cage, CLIP_CAGE_START_REGISTER, &e);
+	r = session_crypt_unlock(s, c, reterr);
 	if (r < 0)
+		return r;
+	r = clip_cage_start(c->cage, CLIP_CAGE_START_REGISTER, &e);
+	if (r < 0) {
+		session_crypt_lock(s, c);
 		return error_set(reterr, r, "session '%s': cannot start cage '%s': %s", s->name,
 				 c->name, e ? clip_error_get_message(e) : strerror(-r));
+	}
 	r = session_watch(s, clip_cage_get_fd(c->cage), SESSION_EV_CAGE, cage_index(s, c));
 	if (r < 0) {
 		(void)clip_cage_stop(c->cage, 0, NULL);
+		session_crypt_lock(s, c);
 		return error_set_errno(reterr, r, "session '%s': cannot watch cage '%s'", s->name,
 				       c->name);
 	}
@@ -234,6 +240,8 @@ cage_halt(struct clip_session *s, struct session_cage *c, unsigned grace_ms)
 		return;
 	cage_unwatch(s, c);
 	r = clip_cage_stop(c->cage, grace_ms, &e);
+	/* Its processes are gone: the level's data locks with its last cage. */
+	session_crypt_lock(s, c);
 	if (r < 0 && r != -ECHILD)
 		log_err(s->ctx, "session '%s': cannot stop cage '%s': %s", s->name, c->name,
 			clip_error_get_message(e));
@@ -544,6 +552,9 @@ teardown(struct clip_session *s, unsigned grace_ms, bool undo)
 		cage_halt(s, s->cages[i], grace_ms);
 		s->cages[i]->cage = clip_cage_unref(s->cages[i]->cage);
 	}
+	/* Nothing left unlocked, whatever the start reached. */
+	for (size_t i = 0; i < s->n_cages; i++)
+		session_crypt_lock(s, s->cages[i]);
 	for (size_t i = 0; i < s->n_cages; i++) {
 		struct session_cage *c = s->cages[i];
 
@@ -689,6 +700,7 @@ cage_ended(struct clip_session *s, struct session_cage *c)
 	status = init_status(c);
 	/* Its processes, cgroups and registry entry go. */
 	(void)clip_cage_wait(c->cage, -1);
+	session_crypt_lock(s, c);
 	log_warning(s->ctx, "session '%s': cage '%s' ended by itself (status %d)", s->name, c->name,
 		    status);
 	session_emit(s, CLIP_SESSION_EVENT_CAGE_ENDED, c->name, status);

@@ -123,6 +123,7 @@ clip_session_unref(struct clip_session *s)
 		free(s->rules[i]);
 	free(s->rules);
 	clip_policy_unref(s->policy);
+	session_secret_free(s);
 	free(s->state_dir);
 	free(s->file_path);
 	clip_ctx_unref(s->ctx);
@@ -371,6 +372,11 @@ clip_session_add_cage(struct clip_session *s, const struct clip_session_cage *ca
 		return api_return(error_set(reterr, -EINVAL, "cage '%s': bad restart rule %d",
 					    in.name, in.restart),
 				  reterr);
+	if (in.data_encryption != CLIP_SESSION_DATA_FSCRYPT &&
+	    in.data_encryption != CLIP_SESSION_DATA_NONE)
+		return api_return(error_set(reterr, -EINVAL, "cage '%s': bad data encryption %d",
+					    in.name, in.data_encryption),
+				  reterr);
 	r = path_check("data directory", in.data_dir, reterr);
 	if (r >= 0) {
 		struct wiring_cage w = { in.name, in.level, in.profile, in.data_dir };
@@ -387,6 +393,7 @@ clip_session_add_cage(struct clip_session *s, const struct clip_session_cage *ca
 	strcpy(c->name, in.name);
 	snprintf(c->cage_name, sizeof(c->cage_name), "%s.%s", s->name, in.name);
 	c->restart = in.restart;
+	c->data_encryption = in.data_encryption;
 	c->level = clip_level_ref((struct clip_level *)in.level);
 	c->data_dir = strdup(in.data_dir);
 	if (!c->data_dir) {

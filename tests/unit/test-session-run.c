@@ -136,6 +136,8 @@ world_new(struct world *w, const char *policy, int high_restart)
 			.level = l,
 			.data_dir = path,
 			.restart = i == 2 ? high_restart : CLIP_SESSION_RESTART_NO,
+			/* On the test's tmpfs: test-session-crypt.c has the encrypted ones. */
+			.data_encryption = CLIP_SESSION_DATA_NONE,
 		};
 
 		snprintf(path, sizeof(path), "%s/data/%s", w->dir, names[i]);
@@ -686,7 +688,9 @@ Test(session_run, the_cages_a_dead_runner_left_are_stopped_first)
 		(void)clip_session_set_state_dir(s, w.state, NULL);
 		for (int i = 0; i < N_CAGES; i++) {
 			struct clip_level *l = NULL;
-			struct clip_session_cage c = { .size = sizeof(c), .name = names[i] };
+			struct clip_session_cage c = { .size = sizeof(c),
+						       .name = names[i],
+						       .data_encryption = CLIP_SESSION_DATA_NONE };
 
 			snprintf(path, sizeof(path), "%s/data/%s", w.dir, names[i]);
 			c.data_dir = path;

@@ -58,7 +58,8 @@ def make_session(ctx, tmp_path, policy):
     profile = clip.Profile("pysess")
     profile.add_bind(BUILD_ROOT, BUILD_ROOT)
     for name, level in (("low", "s0"), ("high", "s2")):
-        s.add_cage(name, clip.Level(level), profile=profile, data_dir=tmp_path / "data" / name)
+        s.add_cage(name, clip.Level(level), profile=profile, data_dir=tmp_path / "data" / name,
+                   data_encryption=clip.SESSION_DATA_NONE)
     s.set_policy(policy)
     return s
 

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The levels' data at rest (doc/data-at-rest.md): each data directory of
+ * a cage with DataEncryption=fscrypt is encrypted by the kernel with the
+ * key of the cage's level (keys/fscrypt.h). The key is added to the data's
+ * filesystem before the first cage of the level starts and removed after
+ * the last one stopped or died; removed, the kernel forgets it and every
+ * user, root included, sees encrypted names and gets ENOKEY on open.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <linux/fscrypt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <clip/level.h>
+#include <clip/session.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/test-hooks.h"
+#include "base/util.h"
+#include "keys/fscrypt.h"
+#include "session-internal.h"
+
+_Static_assert(sizeof(((struct session_cage *)0)->key_id) == FSCRYPT_ID_SIZE,
+	       "a key identifier is FSCRYPT_ID_SIZE bytes");
+
+void
+session_secret_free(struct clip_session *s)
+{
+	if (s->secret)
+		secure_wipe(s->secret, s->secret_size);
+	free(s->secret);
+	s->secret = NULL;
+	s->secret_size = 0;
+}
+
+CLIP_EXPORT int
+clip_session_set_secret(struct clip_session *s, const void *secret, size_t size,
+			struct clip_error **reterr)
+{
+	void *copy = NULL;
+
+	clip_assert_reterr(reterr);
+	session_assert_arg(s, reterr, "%s: the session is NULL", __func__);
+	ctx_assert_return_error(s->ctx, reterr);
+	session_assert_arg(secret ? size > 0 && size <= LEVEL_SECRET_MAX : size == 0, reterr,
+			   "%s: a secret is 1 to %d bytes (given %zu)", __func__, LEVEL_SECRET_MAX,
+			   size);
+	if (s->started)
+		return api_return(error_set(reterr, -EBUSY, "session '%s' is started", s->name),
+				  reterr);
+	if (secret) {
+		copy = malloc(size);
+		if (!copy)
+			return api_return(-ENOMEM, reterr);
+		memcpy(copy, secret, size);
+	}
+	session_secret_free(s);
+	s->secret = copy;
+	s->secret_size = size;
+	return 0;
+}
+
+/* Another cage of @s holds the key @c holds, on the same filesystem. */
+static bool
+key_shared(const struct clip_session *s, const struct session_cage *c)
+{
+	for (size_t i = 0; i < s->n_cages; i++) {
+		const struct session_cage *o = s->cages[i];
+
+		if (o != c && o->key_held && o->key_dev == c->key_dev &&
+		    memcmp(o->key_id, c->key_id, FSCRYPT_ID_SIZE) == 0)
+			return true;
+	}
+	return false;
+}
+
+void
+session_crypt_lock(struct clip_session *s, struct session_cage *c)
+{
+	int r;
+
+	if (!c->key_held)
+		return;
+	c->key_held = false;
+	if (!key_shared(s, c) && !test_hook_disabled("session-data-lock")) {
+		/* Root removes every user's claim: nobody keeps the level open. */
+		r = fscrypt_remove_key(c->key_fd, c->key_id, geteuid() == 0);
+		if (r == 1)
+			log_warning(s->ctx,
+				    "session '%s': level data of cage '%s' locked, but files in %s "
+				    "are still open elsewhere: they stay readable until closed",
+				    s->name, c->name, c->data_dir);
+		else if (r == 2)
+			log_warning(
+				s->ctx,
+				"session '%s': level data of cage '%s' in %s: other users still "
+				"hold its key",
+				s->name, c->name, c->data_dir);
+		else if (r < 0)
+			log_err(s->ctx, "session '%s': cannot lock the data of cage '%s' in %s: %s",
+				s->name, c->name, c->data_dir, strerror(-r));
+		else
+			log_info(s->ctx, "session '%s': data of cage '%s' locked", s->name,
+				 c->name);
+	}
+	close(c->key_fd);
+	c->key_fd = -1;
+}
+
+/* 1 when the directory @fd has no entry, 0 when it has one, or -errno. */
+static int
+dir_is_empty(int fd)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 1, dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+
+	if (dup_fd < 0)
+		return -errno;
+	d = fdopendir(dup_fd);
+	if (!d) {
+		close(dup_fd);
+		return -errno;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			r = 0;
+			break;
+		}
+	closedir(d);
+	return r;
+}
+
+/* Check @data against the level's key @id; give it the policy when empty and plain. */
+static int
+check_policy(struct clip_session *s, struct session_cage *c, int data, const char *level,
+	     struct clip_error **reterr)
+{
+	uint8_t found[FSCRYPT_ID_SIZE];
+	bool checked = !test_hook_disabled("session-data-policy");
+	int r;
+
+	r = fscrypt_get_policy(data, found);
+	if (r == 0) {
+		r = dir_is_empty(data);
+		if (r < 0)
+			return error_set_errno(reterr, r, "session '%s': cannot read %s", s->name,
+					       c->data_dir);
+		if (r == 0 && test_hook_disabled("session-data-encrypted"))
+			return 0;
+		if (r == 0)
+			return error_set(reterr, -EPERM,
+					 "session '%s': data directory %s of cage '%s' is not "
+					 "encrypted and not empty: refused (DataEncryption=none in "
+					 "its [Cage] keeps it plain)",
+					 s->name, c->data_dir, c->name);
+		r = fscrypt_set_policy(data, c->key_id);
+		if (r < 0)
+			return error_set_errno(reterr, r,
+					       "session '%s': cannot encrypt data directory %s of "
+					       "cage '%s'",
+					       s->name, c->data_dir, c->name);
+		log_info(s->ctx, "session '%s': data directory %s encrypted with level %s's key",
+			 s->name, c->data_dir, level);
+		return 0;
+	}
+	if (r == -EOPNOTSUPP)
+		return error_set(reterr, r,
+				 "session '%s': data directory %s of cage '%s' is on a filesystem "
+				 "without encryption (ext4 needs -O encrypt): refused "
+				 "(DataEncryption=none in its [Cage] keeps it plain)",
+				 s->name, c->data_dir, c->name);
+	if (r == -EKEYREJECTED && checked)
+		return error_set(reterr, r,
+				 "session '%s': data directory %s of cage '%s' has an encryption "
+				 "policy libclip does not make (v1, or other modes or flags): "
+				 "refused",
+				 s->name, c->data_dir, c->name);
+	if (r < 0 && r != -EKEYREJECTED)
+		return error_set_errno(reterr, r,
+				       "session '%s': cannot read the encryption policy of %s",
+				       s->name, c->data_dir);
+	if (r > 0 && memcmp(found, c->key_id, FSCRYPT_ID_SIZE) != 0 && checked)
+		return error_set(reterr, -EKEYREJECTED,
+				 "session '%s': data directory %s of cage '%s' is encrypted with "
+				 "another key than level %s's (another user secret, another master "
+				 "key, or a directory planted there): refused",
+				 s->name, c->data_dir, c->name, level);
+	return 0;
+}
+
+int
+session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip_error **reterr)
+{
+	_cleanup_free_ char *copy = strdup(c->data_dir), *copy2 = strdup(c->data_dir);
+	_cleanup_free_ char *level = NULL;
+	_cleanup_close_ int parent = -1, data = -1;
+	uint8_t key[LEVEL_KEY_SIZE];
+	struct stat st;
+	int r;
+
+	if (c->data_encryption == CLIP_SESSION_DATA_NONE || c->key_held)
+		return 0;
+	if (!copy || !copy2 || clip_level_format(c->level, &level) < 0)
+		return -ENOMEM;
+	parent = dir_open_walk(dirname(copy), false, "data directory's parent", reterr);
+	if (parent < 0)
+		return parent;
+	data = openat(parent, basename(copy2), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (data < 0 || fstat(data, &st) < 0)
+		return error_set_errno(reterr, -errno,
+				       "session '%s': cannot open data directory %s", s->name,
+				       c->data_dir);
+
+	{
+		struct stat pst;
+
+		if (fstat(parent, &pst) < 0)
+			return error_set_errno(reterr, -errno,
+					       "session '%s': cannot stat the parent "
+					       "of %s",
+					       s->name, c->data_dir);
+		/* The key goes to the data's filesystem through the parent, which no cage holds open. */
+		if (pst.st_dev != st.st_dev)
+			return error_set(
+				reterr, -EXDEV,
+				"session '%s': data directory %s of cage '%s' is a mount "
+				"point: make it a directory within the encrypted filesystem",
+				s->name, c->data_dir, c->name);
+	}
+	r = level_key_derive(s->ctx, level, s->secret, s->secret_size, key, reterr);
+	if (r < 0)
+		return r;
+	r = fscrypt_add_key(parent, key, c->key_id);
+	secure_wipe(key, sizeof(key));
+	if (r == -EOPNOTSUPP || r == -ENOTTY)
+		return error_set(reterr, -EOPNOTSUPP,
+				 "session '%s': data directory %s of cage '%s' is on a filesystem "
+				 "without encryption (ext4 needs -O encrypt): refused "
+				 "(DataEncryption=none in its [Cage] keeps it plain)",
+				 s->name, c->data_dir, c->name);
+	if (r < 0)
+		return error_set_errno(reterr, r,
+				       "session '%s': cannot add the key of level %s for data "
+				       "directory %s",
+				       s->name, level, c->data_dir);
+	c->key_held = true;
+	c->key_fd = steal_fd(parent);
+	c->key_dev = (uint64_t)st.st_dev;
+	r = check_policy(s, c, data, level, reterr);
+	if (r < 0) {
+		session_crypt_lock(s, c);
+		return r;
+	}
+	log_info(s->ctx, "session '%s': data of cage '%s' (level %s) unlocked", s->name, c->name,
+		 level);
+	return 0;
+}
