@@ -53,6 +53,7 @@ clipd_path(char buf[PATH_MAX])
 
 struct session_opts {
 	const char *log, *dir;
+	int secret_fd; /* --secret-fd, or -1 */
 };
 
 static int
@@ -61,17 +62,29 @@ parse_opts(int argc, char **argv, struct session_opts *o)
 	static const struct option longopts[] = {
 		{ "log", required_argument, NULL, 'l' },
 		{ "session-dir", required_argument, NULL, 'd' },
+		{ "secret-fd", required_argument, NULL, 'k' },
 		{ 0 },
 	};
 	int opt;
 
-	*o = (struct session_opts){ 0 };
+	*o = (struct session_opts){ .secret_fd = -1 };
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "+", longopts, NULL)) != -1) {
 		switch (opt) {
 		case 'l':
 			o->log = optarg;
 			break;
+		case 'k': {
+			char *end;
+			long fd = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || fd < 0 || fd > INT_MAX ||
+			    fcntl((int)fd, F_GETFD) < 0)
+				return fail_usage("bad --secret-fd '%s': give an open descriptor",
+						  optarg);
+			o->secret_fd = (int)fd;
+			break;
+		}
 		case 'd':
 			if (optarg[0] != '/')
 				return fail_usage("bad --session-dir '%s': give an absolute path",
@@ -121,16 +134,20 @@ wait_ready(int ready, int err)
 }
 
 static void __attribute__((noreturn))
-exec_runner(const struct clipctl *c, const char *file, int ready, int err)
+exec_runner(const struct clipctl *c, const char *file, int ready, int err, int secret)
 {
 	char ready_arg[16], path[PATH_MAX];
-	const char *argv[10], *clipd = clipd_path(path);
+	const char *argv[12], *clipd = clipd_path(path);
 	size_t n = 0;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
+	/* The secret's fd moves out of the way of 3 and 4, then to 4. */
+	if (secret >= 0 && (secret = fcntl(secret, F_DUPFD_CLOEXEC, 10)) < 0)
+		_exit(127);
 	/* Its own session: no terminal of ours to read, no signal of our shell. */
 	if (setsid() < 0 || null < 0 || dup2(null, STDIN_FILENO) < 0 ||
-	    dup2(null, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 || dup2(ready, 3) != 3)
+	    dup2(null, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0 || dup2(ready, 3) != 3 ||
+	    (secret >= 0 && dup2(secret, 4) != 4))
 		_exit(127);
 	snprintf(ready_arg, sizeof(ready_arg), "3");
 	argv[n++] = clipd;
@@ -144,6 +161,10 @@ exec_runner(const struct clipctl *c, const char *file, int ready, int err)
 	}
 	if (c->label_flags & CLIP_LABEL_ROOTLESS)
 		argv[n++] = "--rootless";
+	if (secret >= 0) {
+		argv[n++] = "--secret-fd";
+		argv[n++] = "4";
+	}
 	argv[n] = NULL;
 	execv(clipd, (char *const *)argv);
 	fprintf(stderr, "clipctl: cannot run the session's runner %s: %m\n", clipd);
@@ -166,7 +187,7 @@ session_up(struct clipctl *c, int argc, char **argv)
 	if (r != 0)
 		return r;
 	if (argc - optind != 1)
-		return fail_usage("usage: session up [--log FILE] FILE");
+		return fail_usage("usage: session up [--log FILE] [--secret-fd N] FILE");
 	/* Refused here, with the parser's message, before any process starts. */
 	ctx = clipctl_ctx(c);
 	if (!ctx)
@@ -199,7 +220,7 @@ session_up(struct clipctl *c, int argc, char **argv)
 		/* Double fork: the runner is nobody's child but init's. */
 		if (fork() != 0)
 			_exit(0);
-		exec_runner(c, file, rp[1], log >= 0 ? log : ep[1]);
+		exec_runner(c, file, rp[1], log >= 0 ? log : ep[1], o.secret_fd);
 	}
 	close(rp[1]);
 	close(ep[1]);

@@ -3,7 +3,7 @@
  * clipd: the reference daemon around the transfer mediator. See clipd(8).
  *
  *   clipd --config DIR [--state-dir DIR] [--agent-socket PATH] [--ready-fd N]
- *   clipd --session FILE [--state-dir DIR] [--ready-fd N]
+ *   clipd --session FILE [--state-dir DIR] [--ready-fd N] [--secret-fd N]
  *
  * DIR/cages lists the cages ("NAME LEVEL INBOX SOCKET [uid=N] [rate=N]
  * [burst=N]"), DIR/policy is the policy (clip.policy(5)). One socket per
@@ -75,13 +75,14 @@ struct cage_conf {
 static struct {
 	const char *config_dir, *state_dir, *agent_socket, *session_file;
 	int ready_fd, verbose, no_privsep, rootless;
+	int secret_fd; /* --secret-fd: the user secret of the levels' data keys */
 	uint32_t timeout_ms;
 	uint64_t pending_max_per_target, pending_max_per_source; /* 0: the mediator's defaults */
 	struct cage_conf cages[CAGES_MAX];
 	size_t n_cages;
 	struct clip_session *session; /* --session */
 	int session_stopped; /* a "stop" came through the control socket */
-} arg = { .ready_fd = -1, .agent_socket = "/run/clip/confirm.sock" };
+} arg = { .ready_fd = -1, .secret_fd = -1, .agent_socket = "/run/clip/confirm.sock" };
 
 static void
 log_stderr(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
@@ -697,6 +698,43 @@ session_event(struct clip_session *s, int event, const char *cage, int status, v
 }
 
 /*
+ * --secret-fd: the user secret, read whole (at most 4096 bytes, one final
+ * newline dropped) from a descriptor, never from the arguments or the
+ * environment; wiped once the session holds its copy.
+ */
+static int
+session_secret(struct clip_session *s, int fd)
+{
+	char buf[4097];
+	struct clip_error *error = NULL;
+	size_t n = 0;
+	ssize_t k;
+	int r;
+
+	while (n < sizeof(buf) && (k = read(fd, buf + n, sizeof(buf) - n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			fprintf(stderr, "clipd: cannot read the secret from fd %d: %m\n", fd);
+			return EXIT_FAILURE;
+		}
+		n += (size_t)k;
+	}
+	close(fd);
+	if (n > 0 && buf[n - 1] == '\n')
+		n--;
+	if (n == 0 || n > sizeof(buf) - 1) {
+		explicit_bzero(buf, sizeof(buf));
+		fprintf(stderr, "clipd: the secret of fd %d is empty or longer than 4096 bytes\n",
+			fd);
+		return EXIT_FAILURE;
+	}
+	r = clip_session_set_secret(s, buf, n, &error);
+	explicit_bzero(buf, sizeof(buf));
+	return r < 0 ? fail("cannot take the secret", error) : 0;
+}
+
+/*
  * --session: the library starts the session; each cage's socket is then
  * served by a front of ours, exactly as a cage of DIR/cages is.
  */
@@ -711,6 +749,11 @@ setup_session(struct clip_ctx *ctx, struct clip_audit **audit, struct clip_media
 	if (r < 0)
 		return fail("bad session", error);
 	clip_session_set_event_fn(arg.session, session_event, NULL);
+	if (arg.secret_fd >= 0) {
+		r = session_secret(arg.session, arg.secret_fd);
+		if (r != 0)
+			return r;
+	}
 	r = clip_session_start(arg.session,
 			       arg.no_privsep ? 0 : CLIP_SESSION_START_EXTERNAL_SOCKETS, &error);
 	if (r < 0)
@@ -870,6 +913,8 @@ usage(FILE *f)
 	      "  --pending-max-per-target SIZE   bytes of documents that may wait for the\n"
 	      "                        user in one inbox (default 8G)\n"
 	      "  --ready-fd N          write READY=1 to fd N once serving (NOTIFY_SOCKET too)\n"
+	      "  --secret-fd N         with --session: read the user secret of the levels'\n"
+	      "                        data keys from fd N (clip.session(5))\n"
 	      "  --rootless            label deliveries with user.clip.label (with --session:\n"
 	      "                        make the cages rootless too)\n"
 	      "  --no-privsep          parse requests in the main process (tests, debugging)\n"
@@ -891,6 +936,7 @@ main(int argc, char **argv)
 		{ "pending-max-per-source", required_argument, NULL, 'S' },
 		{ "pending-max-per-target", required_argument, NULL, 'T' },
 		{ "ready-fd", required_argument, NULL, 'r' },
+		{ "secret-fd", required_argument, NULL, 'K' },
 		{ "rootless", no_argument, NULL, 'R' },
 		{ "no-privsep", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -934,6 +980,9 @@ main(int argc, char **argv)
 			break;
 		case 'r':
 			arg.ready_fd = atoi(optarg);
+			break;
+		case 'K':
+			arg.secret_fd = atoi(optarg);
 			break;
 		case 'R':
 			arg.rootless = 1;
