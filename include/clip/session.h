@@ -196,7 +196,7 @@ int clip_session_set_state_dir(struct clip_session *session, const char *path,
  * from the context's master key (clip_ctx_set_key_provider()) and, once
  * this is set, from @secret through scrypt: neither the disk nor the TPM
  * alone opens the data. A start with another secret (or none, when the
- * directory was made with one) is refused with -EKEYREJECTED naming the
+ * directory was made with one) is refused with -EACCES naming the
  * directory. The session keeps a copy, wiped when replaced or freed; the
  * caller wipes its own. A secret reaches a runner through a descriptor
  * (clipctl session up --secret-fd), never its arguments or environment.

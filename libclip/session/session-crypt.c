@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <clip/level.h>
@@ -26,6 +27,10 @@
 #include "base/util.h"
 #include "keys/fscrypt.h"
 #include "session-internal.h"
+
+/* How long a removal is tried again while files of the level are busy: 1 s. */
+#define LOCK_TRIES 100
+#define LOCK_TRY_NS (10 * 1000 * 1000)
 
 _Static_assert(sizeof(((struct session_cage *)0)->key_id) == FSCRYPT_ID_SIZE,
 	       "a key identifier is FSCRYPT_ID_SIZE bytes");
@@ -92,6 +97,15 @@ session_crypt_lock(struct clip_session *s, struct session_cage *c)
 	if (!key_shared(s, c) && !test_hook_disabled("session-data-lock")) {
 		/* Root removes every user's claim: nobody keeps the level open. */
 		r = fscrypt_remove_key(c->key_fd, c->key_id, geteuid() == 0);
+		/* The cage's mounts go shortly after its processes: a second
+		   removal evicts what they held (the kernel's FILES_BUSY). */
+		for (int i = 0; r == 1 && i < LOCK_TRIES; i++) {
+			nanosleep(&(struct timespec){ .tv_nsec = LOCK_TRY_NS }, NULL);
+			r = fscrypt_remove_key(c->key_fd, c->key_id, geteuid() == 0);
+			/* Gone meanwhile: the last busy inode was evicted. */
+			if (r == -ENOKEY)
+				r = 0;
+		}
 		if (r == 1)
 			log_warning(s->ctx,
 				    "session '%s': level data of cage '%s' locked, but files in %s "
@@ -178,7 +192,7 @@ check_policy(struct clip_session *s, struct session_cage *c, int data, const cha
 				 "(DataEncryption=none in its [Cage] keeps it plain)",
 				 s->name, c->data_dir, c->name);
 	if (r == -EKEYREJECTED && checked)
-		return error_set(reterr, r,
+		return error_set(reterr, -EACCES,
 				 "session '%s': data directory %s of cage '%s' has an encryption "
 				 "policy libclip does not make (v1, or other modes or flags): "
 				 "refused",
@@ -188,7 +202,7 @@ check_policy(struct clip_session *s, struct session_cage *c, int data, const cha
 				       "session '%s': cannot read the encryption policy of %s",
 				       s->name, c->data_dir);
 	if (r > 0 && memcmp(found, c->key_id, FSCRYPT_ID_SIZE) != 0 && checked)
-		return error_set(reterr, -EKEYREJECTED,
+		return error_set(reterr, -EACCES,
 				 "session '%s': data directory %s of cage '%s' is encrypted with "
 				 "another key than level %s's (another user secret, another master "
 				 "key, or a directory planted there): refused",
@@ -230,7 +244,7 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 		/* The key goes to the data's filesystem through the parent, which no cage holds open. */
 		if (pst.st_dev != st.st_dev)
 			return error_set(
-				reterr, -EXDEV,
+				reterr, -EINVAL,
 				"session '%s': data directory %s of cage '%s' is a mount "
 				"point: make it a directory within the encrypted filesystem",
 				s->name, c->data_dir, c->name);
