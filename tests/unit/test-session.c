@@ -407,6 +407,10 @@ Test(session, parser_refusals_with_line_and_offset)
 		  "t.session:3: [Session] StateDirectory:", "is not absolute", "run/x" },
 		{ HEAD LOW "Restart=sometimes\n", -EINVAL, "t.session:7: [Cage] Restart:",
 		  "'sometimes' is not no, on-failure or always", "sometimes" },
+		{ HEAD LOW "DataEncryption=aes\n", -EINVAL,
+		  "t.session:7: [Cage] DataEncryption:", "'aes' is not fscrypt or none", "aes" },
+		{ HEAD LOW "DataEncryption=none\nDataEncryption=fscrypt\n", -EINVAL,
+		  "t.session:8: [Cage] DataEncryption:", "given twice", "DataEncryption=fscrypt" },
 		{ HEAD "[Cage]\nName=low\nLevel=s0:c2000\nDataDirectory=/srv/low\n", -EINVAL,
 		  "t.session:5: [Cage] Level:", "category above 1023", "2000" },
 		{ HEAD "[Cage]\nName=low\nLevel=s0\n", -EINVAL,
@@ -504,10 +508,12 @@ Test(session, format_is_canonical_and_parses_back)
 			   "Rule=low high ask\n"
 			   "ConfirmTimeoutSec=30\n"
 			   "[Cage]\n"
+			   "DataEncryption=none\n"
 			   "Restart=always\n"
 			   "DataDirectory=/srv/low\n"
 			   "Level=s0\n"
-			   "Name=low\n" HIGH "[Session]\n"
+			   "Name=low\n" HIGH "DataEncryption=fscrypt\n"
+			   "[Session]\n"
 			   "StateDirectory=/run/s\n"
 			   "Name=t\n";
 	const char *want = "[Session]\n"
@@ -515,6 +521,7 @@ Test(session, format_is_canonical_and_parses_back)
 			   "StateDirectory=/run/s\n"
 			   "\n[Cage]\nName=high\nLevel=s2\nDataDirectory=/srv/high\n"
 			   "\n[Cage]\nName=low\nLevel=s0\nDataDirectory=/srv/low\nRestart=always\n"
+			   "DataEncryption=none\n"
 			   "\n[Transfer]\nConfirmTimeoutSec=30\n"
 			   "Rule=high low ask encrypt\nRule=low high ask\n";
 	struct clip_session *s = NULL, *again = NULL;
@@ -525,6 +532,9 @@ Test(session, format_is_canonical_and_parses_back)
 	cr_assert_str_eq(a, want);
 	cr_assert_eq(s->mediator_opts.confirm_timeout_ms, 30000);
 	cr_assert_eq(session_find_cage(s, "low")->restart, CLIP_SESSION_RESTART_ALWAYS);
+	/* Plain said explicitly; encrypted, the default, written by leaving the key out. */
+	cr_assert_eq(session_find_cage(s, "low")->data_encryption, CLIP_SESSION_DATA_NONE);
+	cr_assert_eq(session_find_cage(s, "high")->data_encryption, CLIP_SESSION_DATA_FSCRYPT);
 	cr_assert_eq(parse(a, AT_FDCWD, &again, &m, NULL), 0, "%s", m ? m : "");
 	b = format(again);
 	cr_assert_str_eq(a, b);
@@ -777,4 +787,46 @@ Test(session, the_example_parses)
 	free(text);
 	clip_session_unref(s);
 	clip_ctx_unref(ctx);
+}
+
+Test(session, data_encryption_and_secret_refusals)
+{
+	struct clip_session *s = session_new("t");
+	struct clip_level *l = test_level("s0");
+	struct clip_session_cage c = {
+		.size = sizeof(c),
+		.name = "low",
+		.level = l,
+		.data_dir = "/srv/low",
+		.data_encryption = 2,
+	};
+	struct clip_error *e = NULL;
+
+	assert_errno(clip_session_add_cage(s, &c, &e), -EINVAL);
+	cr_assert(strstr(clip_error_get_message(e), "cage 'low': bad data encryption 2"), "%s",
+		  clip_error_get_message(e));
+	e = clip_error_free(e);
+	/* A caller of an older size, without the field: encrypted, the default. */
+	c.data_encryption = CLIP_SESSION_DATA_NONE;
+	c.size = offsetof(struct clip_session_cage, data_encryption);
+	cr_assert_eq(clip_session_add_cage(s, &c, NULL), 0);
+	cr_assert_eq(session_find_cage(s, "low")->data_encryption, CLIP_SESSION_DATA_FSCRYPT);
+	/* A secret is 1 to 4096 bytes, or none. */
+	assert_errno(clip_session_set_secret(s, "x", 0, NULL), -EINVAL);
+	assert_errno(clip_session_set_secret(s, NULL, 3, NULL), -EINVAL);
+	{
+		char big[4097];
+
+		memset(big, 'x', sizeof(big));
+		assert_errno(clip_session_set_secret(s, big, sizeof(big), &e), -EINVAL);
+		cr_assert(strstr(clip_error_get_message(e), "1 to 4096 bytes"), "%s",
+			  clip_error_get_message(e));
+		e = clip_error_free(e);
+		cr_assert_eq(clip_session_set_secret(s, big, 4096, NULL), 0);
+	}
+	cr_assert_eq(s->secret_size, 4096);
+	cr_assert_eq(clip_session_set_secret(s, NULL, 0, NULL), 0);
+	cr_assert_null(s->secret);
+	clip_level_unref(l);
+	clip_session_unref(s);
 }
