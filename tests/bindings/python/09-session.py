@@ -71,6 +71,19 @@ def test_refusals(session, ctx, tmp_path):
         session.get_cage("nosuch")
 
 
+def test_data_encryption_is_said_per_cage(ctx, tmp_path):
+    s = clip.Session(ctx, "enc")
+    s.add_cage("low", clip.Level("s0"), data_dir=tmp_path / "low",
+               data_encryption=clip.SESSION_DATA_NONE)
+    s.add_cage("high", clip.Level("s2"), data_dir=tmp_path / "high")
+    text = s.format()
+    # Plain said explicitly; encrypted, the default, by leaving the key out.
+    assert text.count("DataEncryption=none") == 1
+    assert "Name=low\nLevel=s0\nDataDirectory=%s\nDataEncryption=none" % (tmp_path / "low") in text
+    with pytest.raises(clip.InvalidError):
+        s.add_cage("side", clip.Level("s1"), data_dir=tmp_path / "side", data_encryption=7)
+
+
 def test_spawn_and_restart(session, ctx):
     session.start()
     proc = session.spawn("high", ["/bin/sh", "-c", "exit 6"])
