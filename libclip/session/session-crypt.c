@@ -28,8 +28,8 @@
 #include "keys/fscrypt.h"
 #include "session-internal.h"
 
-/* How long a removal is tried again while files of the level are busy: 1 s. */
-#define LOCK_TRIES 100
+/* How long a removal is tried again while files of the level are busy: 5 s. */
+#define LOCK_TRIES 500
 #define LOCK_TRY_NS (10 * 1000 * 1000)
 
 _Static_assert(sizeof(((struct session_cage *)0)->key_id) == FSCRYPT_ID_SIZE,
