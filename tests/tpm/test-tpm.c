@@ -30,6 +30,7 @@
 #include <clip/cage.h>
 
 #include "helpers.h"
+#include "keys/fscrypt.h"
 #include "keys/keys-internal.h"
 #include "tpm/tpm-internal.h"
 
@@ -1213,4 +1214,55 @@ Test(tpm, a_measured_cage_start_extends_the_pcr_and_replays)
 		free(canon[i]);
 	free(gamma_canon);
 	clip_ctx_unref(ctx);
+}
+
+/*
+ * A level's data key (doc/data-at-rest.md) with the "tpm" provider: the
+ * same for the same TPM, state, level and secret; another with a user
+ * secret (the TPM alone does not give it); none from the state directory
+ * (the disk) without its TPM, or with another TPM.
+ */
+Test(tpm, a_level_data_key_needs_the_tpm_and_the_secret)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = state_in(dir, "state"),
+			    *copy = state_in(dir, "copy");
+	uint8_t k0[LEVEL_KEY_SIZE], k0s[LEVEL_KEY_SIZE], k2[LEVEL_KEY_SIZE], again[LEVEL_KEY_SIZE];
+	struct clip_ctx *ctx;
+	struct clip_error *e = NULL;
+	struct swtpm s, other;
+	char cmd[700];
+
+	swtpm_new(&s);
+	ctx = tpm_ctx(state, &s);
+	cr_assert_eq(level_key_derive(ctx, "s0", NULL, 0, k0, &e), 0, "%s",
+		     e ? clip_error_get_message(e) : "");
+	cr_assert_eq(level_key_derive(ctx, "s0", "pw", 2, k0s, NULL), 0);
+	cr_assert_eq(level_key_derive(ctx, "s2", NULL, 0, k2, NULL), 0);
+	cr_assert_neq(memcmp(k0, k0s, sizeof(k0)), 0, "the secret changes nothing");
+	cr_assert_neq(memcmp(k0, k2, sizeof(k0)), 0, "two levels, one key");
+	clip_ctx_unref(ctx);
+	/* Another context on the same TPM and state: the same keys. */
+	ctx = tpm_ctx(state, &s);
+	cr_assert_eq(level_key_derive(ctx, "s0", "pw", 2, again, NULL), 0);
+	cr_assert_eq(memcmp(k0s, again, sizeof(k0s)), 0);
+	cr_assert_eq(level_key_derive(ctx, "s0", "pX", 2, again, NULL), 0);
+	cr_assert_neq(memcmp(k0s, again, sizeof(k0s)), 0, "another secret gives the same key");
+	clip_ctx_unref(ctx);
+
+	/* The disk without its TPM: a copy of the state with another TPM, or none. */
+	snprintf(cmd, sizeof(cmd), "cp -a '%s' '%s'", state, copy);
+	cr_assert_eq(system(cmd), 0);
+	swtpm_new(&other);
+	ctx = tpm_ctx(copy, &other);
+	cr_assert_lt(level_key_derive(ctx, "s0", NULL, 0, again, &e), 0,
+		     "another TPM opens the copied state");
+	cr_log_info("another TPM: %s", clip_error_get_message(e));
+	e = clip_error_free(e);
+	clip_ctx_unref(ctx);
+	swtpm_stop(&s);
+	ctx = tpm_ctx(copy, &s);
+	assert_errno(level_key_derive(ctx, "s0", NULL, 0, again, &e), -ENOKEY);
+	e = clip_error_free(e);
+	clip_ctx_unref(ctx);
+	swtpm_stop(&other);
 }
