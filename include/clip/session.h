@@ -267,7 +267,11 @@ int clip_session_check(struct clip_session *session, struct clip_error **reterr)
  *	   not a socket where a socket goes), -ELOOP, -ENOTDIR, -EPERM (a
  *	   symbolic link, a file, or a directory of another uid where a
  *	   directory of the wiring goes: the message names it, its owner and
- *	   the uid wanted), the errors of clip_session_check(),
+ *	   the uid wanted; a data directory that is not encrypted and not
+ *	   empty), -EACCES (a data directory encrypted with another key than
+ *	   its level's, or with another policy), -EOPNOTSUPP (a data
+ *	   directory on a filesystem without encryption; see DataEncryption=
+ *	   in clip.session(5)), the errors of clip_session_check(),
  *	   clip_audit_open() and clip_cage_start(): the message names the
  *	   cage.
  * @since 0.1
