@@ -58,7 +58,7 @@ session b enc fscrypt plain none >"$base/b.session"
 session one c fscrypt >"$base/one.session"
 session plain c none >"$base/plain.session"
 
-t() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || echo "bench-crypt: failed: $*" >&2; e=$(date +%s.%N); echo "$e - $s" | bc; }
+t() { local s e; s=$(date +%s.%N); "$@" >/dev/null 2>&1 || echo "bench-crypt: failed: $*" >&2; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { print e - s }'; }
 med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 ctl session up "$base/b.session" || exit 1
@@ -77,7 +77,8 @@ gone
 for c in enc plain; do
 	wm=$(printf '%s' "${w[$c]}" | med) rm_=$(printf '%s' "${r[$c]}" | med)
 	printf '%-6s write %5d MiB + fsync: %6.2f s (%7.1f MiB/s)   read: %6.2f s (%7.1f MiB/s)\n' \
-		"$c" "$size" "$wm" "$(echo "$size / $wm" | bc -l)" "$rm_" "$(echo "$size / $rm_" | bc -l)"
+		"$c" "$size" "$wm" "$(awk -v a="$size" -v b="$wm" 'BEGIN { print a / b }')" \
+		"$rm_" "$(awk -v a="$size" -v b="$rm_" 'BEGIN { print a / b }')"
 done
 ue= up=
 for i in $(seq "$runs"); do
