@@ -19,10 +19,8 @@
 #include "keys-internal.h"
 
 static const char *const purpose_names[_KEY_PURPOSE_MAX] = {
-	[KEY_PURPOSE_LABEL] = "label",
-	[KEY_PURPOSE_AUDIT] = "audit",
-	[KEY_PURPOSE_ENVELOPE] = "envelope",
-	[KEY_PURPOSE_AUDIT_SIGN] = "audit-sign",
+	[KEY_PURPOSE_LABEL] = "label",           [KEY_PURPOSE_AUDIT] = "audit",
+	[KEY_PURPOSE_ENVELOPE] = "envelope",     [KEY_PURPOSE_AUDIT_SIGN] = "audit-sign",
 
 	[KEY_PURPOSE_LEVEL_DATA] = "level data",
 };
