@@ -14,15 +14,17 @@
 # Root of the host only: it mounts.
 set -u
 clipctl=$1
+# A mount namespace of its own: the image's mount goes with this process.
+# Before tap.sh: an exec after it would lose its EXIT trap and leave its
+# temporary directory behind.
+if [ -z "${CLIP_CRYPT_UNSHARED:-}" ] && [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	CLIP_CRYPT_UNSHARED=1 exec unshare -m --propagation private -- "$0" "$@"
+fi
 . "$(dirname "$0")/tap.sh"
 
 if ! is_root || ! [ -e /sys/fs/ext4/features/encryption ]; then
 	echo "1..0 # SKIP root of the host and a kernel with ext4 encryption only: the test mounts an image"
 	exit 0
-fi
-# A mount namespace of its own: the image's mount goes with this process.
-if [ -z "${CLIP_CRYPT_UNSHARED:-}" ]; then
-	CLIP_CRYPT_UNSHARED=1 exec unshare -m --propagation private -- "$0" "$@"
 fi
 base=$(mktemp -d /var/tmp/clip-crypt-XXXXXX)
 chmod 711 "$base"
