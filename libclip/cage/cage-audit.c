@@ -62,17 +62,13 @@ int
 cage_audit_open(struct cage_audit *a, const char **why)
 {
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = AUDIT_NLGRP_READLOG };
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT), on;
+	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_AUDIT);
 
 	*why = NULL;
 	if (fd < 0)
 		*why = "this kernel has no audit";
 	else if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		*why = "only the host's root reads the kernel's audit records";
-	else if ((on = cage_audit_enabled()) < 0)
-		*why = "the kernel's audit does not answer";
-	else if (!on)
-		*why = "the kernel's audit is off (auditctl -e 1)";
 	if (*why) {
 		if (fd >= 0)
 			close(fd);
@@ -83,6 +79,20 @@ cage_audit_open(struct cage_audit *a, const char **why)
 	a->n_pids = a->n_domains = 0;
 	cage_audit_drain(a, NULL);
 	return 0;
+}
+
+int
+cage_audit_check(struct cage_audit *a, const char **why)
+{
+	int on = cage_audit_enabled();
+
+	*why = on < 0 ? "the kernel's audit does not answer"
+	       : !on  ? "the kernel's audit is off (auditctl -e 1)"
+		      : NULL;
+	if (!*why)
+		return 0;
+	cage_audit_close(a);
+	return -1;
 }
 
 void

@@ -435,6 +435,10 @@ struct cage_audit {
 int cage_audit_enabled(void);
 /* Joins the audit's read-only group: 0, or -1 and why not in @why (static text). */
 int cage_audit_open(struct cage_audit *a, const char **why);
+/* Whether the kernel's audit is on, so that records come: 0, or -1 (closed) and why not.
+ * The answer comes from a kernel thread (audit_send_reply()): a start asks while its init
+ * sets up, off its path. */
+int cage_audit_check(struct cage_audit *a, const char **why);
 /* @pid made (or will make) one of the cage's Landlock domains. */
 void cage_audit_add_pid(struct cage_audit *a, pid_t pid);
 struct clip_cage;

@@ -757,6 +757,16 @@ cage_start(struct clip_cage *c, unsigned flags, const struct clip_cage_spawn_opt
 	/* MSG_NOSIGNAL: a child that died early must not kill the launcher with SIGPIPE. */
 	if (r >= 0 && send(sock, "g", 1, MSG_NOSIGNAL) != 1)
 		r = cage_send_failed(sock, c, first, -errno, "cannot wake the cage's init", reterr);
+	/* Whether the kernel's audit is on, while the init sets up (cage_audit_check()). */
+	if (r >= 0 && c->audit.fd >= 0) {
+		const char *why = NULL;
+
+		if (cage_audit_check(&c->audit, &why) < 0) {
+			c->missing |= CLIP_CAGE_MISSING_LANDLOCK_LOG;
+			log_info(c->ctx, "cage %s: Landlock's denials are not shown: %s", p->name,
+				 why);
+		}
+	}
 	/* The v1 cgroups while the init sets up; it joins them once done. */
 	if (r >= 0) {
 		c->missing |= cage_cgroups_create_v1(c->ctx, &c->cg, leaf, &p->limits);
