@@ -33,6 +33,9 @@
 
 #include "bench.h"
 
+/* Where a cage of the bench sees the build tree. */
+#define BENCH_ROOT "/opt/clip-bench"
+
 static int rounds = 9, iterations = 10, opens = 20000;
 
 /* ns per open+read+close of @file, over @n. */
@@ -117,7 +120,8 @@ main(int argc, char **argv)
 	struct clip_cage_profile *p = NULL;
 	struct clip_error *e = NULL;
 	struct clip_ctx *ctx = NULL;
-	char file[4096], text[8192], out[64], n_opens[16], self[4096];
+	char file[4096], text[8192], out[64], n_opens[16], self[4096], root[4096];
+	char inner_self[4096], inner_file[4096];
 	ssize_t len;
 	int opt, arms = 2, inner = 0;
 
@@ -148,8 +152,15 @@ main(int argc, char **argv)
 		if (!f || fputs("a small file\n", f) < 0 || fclose(f) != 0)
 			return 1;
 	}
-	snprintf(text, sizeof(text), "[Cage]\nName=bench-lsm\n[Files]\nBindReadOnly=%s\n",
-		 build_root);
+	/*
+	 * The build tree bound at /opt/clip-bench: beneath a top-level directory
+	 * of the cage's read-only root, where the cage may execute (a tree under
+	 * /tmp, the cage's own tmpfs, would be bound where it may not).
+	 */
+	if (!realpath(build_root, root))
+		return 1;
+	snprintf(text, sizeof(text),
+		 "[Cage]\nName=bench-lsm\n[Files]\nBindReadOnly=%s:" BENCH_ROOT "\n", root);
 	if (clip_ctx_new(&ctx) < 0 ||
 	    clip_cage_profile_parse(&p, "bench-lsm.cage", text, strlen(text), &e) < 0) {
 		fprintf(stderr, "bench-lsm: %s\n", e ? clip_error_get_message(e) : "no context");
@@ -171,11 +182,18 @@ main(int argc, char **argv)
 	if (len <= 0)
 		return 1;
 	self[len] = '\0';
+	if (strncmp(self, root, strlen(root)) != 0 || self[strlen(root)] != '/') {
+		fprintf(stderr, "bench-lsm: %s is not in the build tree %s\n", self, root);
+		return 1;
+	}
+	snprintf(inner_self, sizeof(inner_self), BENCH_ROOT "%s", self + strlen(root));
+	snprintf(inner_file, sizeof(inner_file), BENCH_ROOT "/tests/bench/bench-lsm.data");
 	for (int r = 0; r < rounds; r++)
 		for (int k = 0; k < 2; k++) {
 			/* With then without, without then with: neither always first. */
 			int arm = arms == 1 ? 1 : (r + k) % 2;
-			const char *const inner_argv[] = { self, "--inner", n_opens, file, NULL };
+			const char *const inner_argv[] = { inner_self, "--inner", n_opens,
+							   inner_file, NULL };
 			const char *const true_argv[] = { "/bin/true", NULL };
 			double t0;
 
