@@ -243,6 +243,9 @@ cage_registry_write(struct clip_cage *c, struct clip_error **reterr)
 	 * against a concurrent start. An attach in between finds no .cage
 	 * yet and fails; it never finds another cage's profile.
 	 */
+	/* A new registration knows no spawned process yet (NAME.spawned of a stale one goes). */
+	snprintf(file, sizeof(file), "%s.spawned", c->profile->name);
+	(void)unlinkat(dir, file, 0);
 	snprintf(file, sizeof(file), "%s.run", c->profile->name);
 	r = write_replace(dir, file, text, true);
 	if (r >= 0) {
@@ -294,12 +297,14 @@ cage_registry_note_spawn(struct clip_cage *c, pid_t pid)
 	uint32_t v = (uint32_t)pid;
 	char file[NAME_MAX];
 
+	if (!c->registered || pid <= 0)
+		return; /* not the registered cage's object (its launcher's, or attached) */
 	dir = registry_dir(c->ctx, false, NULL);
-	if (dir < 0 || pid <= 0)
+	if (dir < 0)
 		return;
 	snprintf(file, sizeof(file), "%s.run", c->profile->name);
 	if (faccessat(dir, file, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-		return; /* not registered */
+		return; /* removed meanwhile */
 	snprintf(file, sizeof(file), "%s.spawned", c->profile->name);
 	fd = openat(dir, file, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd >= 0 &&

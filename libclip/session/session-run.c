@@ -959,6 +959,11 @@ session_cage_start(struct clip_session *s, struct session_cage *c, struct clip_e
 		clip_cage_unref(c->cage);
 		c->cage = cage;
 		c->reloaded = false;
+		/* A new cage, a new id for the BPF LSM: its transfer socket is marked anew. */
+		if (lsm_active() && cage_lsm_allow_socket(c->cage, c->listen_fd) < 0)
+			log_warning(s->ctx,
+				    "session '%s': cage %s: the BPF LSM is not told of its socket",
+				    s->name, c->name);
 	}
 	c->failed = false;
 	c->restarts_in_window = 0;

@@ -907,10 +907,15 @@ clip_audit_export(struct clip_audit *audit, int fd, struct clip_error **reterr)
 	ctx_assert_return_error(audit->ctx, reterr);
 	ctx_assert_log_return(audit->ctx, fd >= 0, api_return(-EINVAL, reterr));
 
+	/* A batch written and not synced yet: synced and signed first, so that the
+	   signature exported covers every record exported. */
+	r = audit_commit(audit, reterr);
+	if (r < 0)
+		return api_return(r, reterr);
 	buf = malloc(64 * 1024);
 	if (!buf)
 		return api_return(-ENOMEM, reterr);
-	/* Every record (each append leaves them anchored), then the signature of the last. */
+	/* Every record (each commit leaves them anchored), then the signature of the last. */
 	for (;;) {
 		ssize_t k = pread(audit->fd, buf, 64 * 1024, pos);
 

@@ -852,6 +852,8 @@ handle_report(struct clip_mediator *m, struct conn *c, const struct proto_report
 		mediator_feed(m, CLIP_FEED_EXEC_REFUSED, cage->name, NULL, NULL, why);
 		cage->reports_suppressed = 0;
 	}
+	/* No answer asks for its sync: the record asks itself. */
+	flush_soon(m);
 }
 
 static void
@@ -877,6 +879,8 @@ handle_conn(struct clip_mediator *m, struct conn *c)
 
 			mediator_outcome_set(&o, PROTO_STATUS_FAILED, -EAGAIN, "deny", "mediator",
 					     reason);
+			/* Its record (one a window), if any, on disk before the answer. */
+			(void)audit_commit(m->audit, NULL);
 			reply(m, c, msg.request.id, &o, NULL);
 		} else
 			mediator_conn_close(m, c);
