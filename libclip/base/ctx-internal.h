@@ -9,6 +9,7 @@
 #include <clip/ctx.h>
 
 #include "macro.h"
+#include "util.h"
 
 #define CLIP_KEY_SIZE 32
 
@@ -31,7 +32,8 @@ struct tpm_config {
  *   (secret_page_new()) that base wipes when the state directory changes
  *   and frees with the context;
  * - tpm/: its settings, read only through tpm/'s accessors;
- * - cage/: the cage mode, root or rootless (cage-mode.c).
+ * - cage/: the cage mode, root or rootless (cage-mode.c);
+ * - label/: the identities of the file systems it verified labels on.
  * Only log.c reads the log handler.
  */
 struct clip_ctx {
@@ -54,13 +56,21 @@ struct clip_ctx {
 	/* cage/: the mode asked (CLIP_CAGE_MODE_*), and the one decided (0: not yet) */
 	int cage_mode;
 	int cage_mode_decided;
+
+	/* label/: file systems' identities by unique mount id (label.c, fs_seen_*()) */
+	struct {
+		uint64_t mnt_id;
+		uint64_t fs_type;
+		uint32_t fsid[2];
+	} fs_seen[4];
+	unsigned fs_seen_next;
 };
 
 /* The checks every exported function on a context starts with. */
 #define ctx_assert_return(ctx, r) \
 	do { \
 		clip_assert_return(ctx, r); \
-		clip_assert_return((ctx)->pid == getpid(), -ECHILD); \
+		clip_assert_return((ctx)->pid == pid_cached(), -ECHILD); \
 	} while (0)
 
 /*
@@ -70,7 +80,7 @@ struct clip_ctx {
 #define ctx_assert_return_error(ctx, reterr) \
 	do { \
 		clip_assert_return(ctx, api_return(-EINVAL, reterr)); \
-		clip_assert_return((ctx)->pid == getpid(), ctx_forked_error(ctx, reterr)); \
+		clip_assert_return((ctx)->pid == pid_cached(), ctx_forked_error(ctx, reterr)); \
 	} while (0)
 
 /*

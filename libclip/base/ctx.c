@@ -35,7 +35,7 @@ clip_ctx_new(struct clip_ctx **ret)
 	if (!ctx)
 		return -ENOMEM;
 	ctx->n_ref = 1;
-	ctx->pid = getpid();
+	ctx->pid = pid_cached();
 	ctx->log.priority = LOG_ERR;
 
 	dir = secure_getenv("CLIP_STATE_DIR");
@@ -119,7 +119,7 @@ clip_ctx_set_state_dir(struct clip_ctx *ctx, const char *path)
 CLIP_EXPORT const char *
 clip_ctx_get_state_dir(const struct clip_ctx *ctx)
 {
-	if (!ctx || ctx->pid != getpid())
+	if (!ctx || ctx->pid != pid_cached())
 		return NULL;
 	return ctx->state_dir;
 }

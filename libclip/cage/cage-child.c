@@ -1103,10 +1103,12 @@ cage_clone3(struct clone_args *ca)
 {
 	long pid = syscall(SYS_clone3, ca, sizeof(*ca));
 
-	if (pid >= 0 || errno != ENOSYS || (ca->flags & CLONE_INTO_CGROUP))
-		return pid;
-	return syscall(SYS_clone, (unsigned long)ca->flags | (unsigned long)ca->exit_signal, NULL,
-		       (void *)(uintptr_t)ca->pidfd, NULL, 0);
+	if (pid < 0 && errno == ENOSYS && !(ca->flags & CLONE_INTO_CGROUP))
+		pid = syscall(SYS_clone, (unsigned long)ca->flags | (unsigned long)ca->exit_signal,
+			      NULL, (void *)(uintptr_t)ca->pidfd, NULL, 0);
+	if (pid == 0)
+		pid_cache_reset();
+	return pid;
 }
 
 /*

@@ -143,7 +143,7 @@ clip_ctx_set_key_provider(struct clip_ctx *ctx, const char *name)
 CLIP_EXPORT const char *
 clip_ctx_get_key_provider(const struct clip_ctx *ctx)
 {
-	if (!ctx || ctx->pid != getpid())
+	if (!ctx || ctx->pid != pid_cached())
 		return NULL;
 	return provider_of(ctx)->name;
 }

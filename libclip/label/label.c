@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/magic.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -71,7 +72,7 @@ label_value_parse(const char *untrusted_value, size_t size, struct clip_level **
 		  uint8_t ret_mac[LABEL_MAC_SIZE], struct clip_error **reterr)
 {
 	_cleanup_(clip_level_unrefp) struct clip_level *level = NULL;
-	_cleanup_free_ char *canonical = NULL;
+	char canonical[LEVEL_FORMAT_MAX];
 	const size_t prefix = strlen(LABEL_VERSION_PREFIX), hexlen = 2 * LABEL_MAC_SIZE;
 	char text[LABEL_VALUE_MAX];
 	size_t level_len;
@@ -100,29 +101,31 @@ label_value_parse(const char *untrusted_value, size_t size, struct clip_level **
 	if (r < 0)
 		return error_set(reterr, -EBADMSG, "label level is malformed");
 	/* Only the canonical text was signed; anything else is an edit. */
-	r = clip_level_format(level, &canonical);
-	if (r < 0)
-		return r;
-	if (strcmp(canonical, text) != 0)
+	if (level_format_buf(level, canonical) != level_len ||
+	    memcmp(canonical, text, level_len) != 0)
 		return error_set(reterr, -EBADMSG, "label level is not in canonical form");
 	*ret_level = steal_ptr(level);
 	return 0;
 }
 
+#ifndef STATX_MNT_ID_UNIQUE
+#define STATX_MNT_ID_UNIQUE 0x4000U /* Linux 6.8 */
+#endif
+
 /* Only regular files and directories carry labels. */
 static int
-file_check_type(int fd, struct stat *st, struct clip_error **reterr)
+file_check_type(int fd, struct statx *st, struct clip_error **reterr)
 {
-	if (fstat(fd, st) < 0)
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_INO | STATX_MNT_ID_UNIQUE, st) < 0)
 		return error_set_errno(reterr, -errno, "cannot stat file descriptor %d", fd);
-	if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+	if (!S_ISREG(st->stx_mode) && !S_ISDIR(st->stx_mode))
 		return error_set(reterr, -EMEDIUMTYPE,
 				 "only regular files and directories carry labels");
 	return 0;
 }
 
 static int
-file_check(int fd, struct stat *st, struct clip_error **reterr)
+file_check(int fd, struct statx *st, struct clip_error **reterr)
 {
 	int r;
 
@@ -137,19 +140,68 @@ file_check(int fd, struct stat *st, struct clip_error **reterr)
 	return file_check_type(fd, st, reterr);
 }
 
+/*
+ * File systems whose f_type and f_fsid belong to the superblock, so to
+ * every file of a mount (not btrfs, whose f_fsid depends on the subvolume
+ * of the file asked about). ext4's f_fsid follows its UUID, which root can
+ * change while mounted (EXT4_IOC_SETFSUUID): a process that saw the mount
+ * before keeps the old identity, and refuses what is labelled under the
+ * new one, never the other way round (doc/labels.md).
+ */
+static bool
+fs_identity_per_mount(uint64_t fs_type)
+{
+	return fs_type == EXT4_SUPER_MAGIC || fs_type == XFS_SUPER_MAGIC || fs_type == TMPFS_MAGIC;
+}
+
+/*
+ * A mount's file system identity as this context saw it: its unique mount
+ * id (STATX_MNT_ID_UNIQUE) is never reused while the system runs, and its
+ * superblock never changes, so the fstatfs() it saves is a quarter of a
+ * verification (issue 19).
+ */
+static bool
+fs_seen_find(struct clip_ctx *ctx, const struct statx *st, struct file_identity *id)
+{
+	if (!(st->stx_mask & STATX_MNT_ID_UNIQUE))
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(ctx->fs_seen); i++)
+		if (ctx->fs_seen[i].mnt_id == st->stx_mnt_id && st->stx_mnt_id != 0) {
+			id->fs_type = ctx->fs_seen[i].fs_type;
+			memcpy(id->fsid, ctx->fs_seen[i].fsid, sizeof(id->fsid));
+			return true;
+		}
+	return false;
+}
+
+static void
+fs_seen_add(struct clip_ctx *ctx, const struct statx *st, const struct file_identity *id)
+{
+	unsigned i;
+
+	if (!(st->stx_mask & STATX_MNT_ID_UNIQUE) || !fs_identity_per_mount(id->fs_type))
+		return;
+	i = ctx->fs_seen_next++ % ELEMENTSOF(ctx->fs_seen);
+	ctx->fs_seen[i].mnt_id = st->stx_mnt_id;
+	ctx->fs_seen[i].fs_type = id->fs_type;
+	memcpy(ctx->fs_seen[i].fsid, id->fsid, sizeof(id->fsid));
+}
+
 static int
-file_identity(int fd, const struct stat *st, struct file_identity *id, struct clip_error **reterr)
+file_identity(struct clip_ctx *ctx, int fd, const struct statx *st, struct file_identity *id,
+	      struct clip_error **reterr)
 {
 	struct statfs sfs;
 	int gen = 0;
 
-	if (fstatfs(fd, &sfs) < 0)
-		return error_set_errno(reterr, -errno, "cannot stat the file system");
-	*id = (struct file_identity){
-		.fs_type = (uint64_t)sfs.f_type,
-		.ino = (uint64_t)st->st_ino,
-	};
-	memcpy(id->fsid, &sfs.f_fsid, sizeof(id->fsid));
+	*id = (struct file_identity){ .ino = st->stx_ino };
+	if (!fs_seen_find(ctx, st, id)) {
+		if (fstatfs(fd, &sfs) < 0)
+			return error_set_errno(reterr, -errno, "cannot stat the file system");
+		id->fs_type = (uint64_t)sfs.f_type;
+		memcpy(id->fsid, &sfs.f_fsid, sizeof(id->fsid));
+		fs_seen_add(ctx, st, id);
+	}
 	/* Not every filesystem has generations (tmpfs does not): doc/labels.md. */
 	if (ioctl(fd, FS_IOC_GETVERSION, &gen) == 0) {
 		id->generation = (uint32_t)gen;
@@ -194,7 +246,7 @@ label_to_lsm(struct clip_ctx *ctx, int fd, const struct clip_level *level)
 {
 	int r;
 
-	if (test_hook_disabled("lsm-files") || !lsm_active())
+	if (test_hook_disabled("lsm-files") || !lsm_active_recently())
 		return;
 	r = level ? lsm_inode_set(fd, level) : lsm_inode_forget(fd);
 	if (r < 0)
@@ -210,13 +262,13 @@ label_set(struct clip_ctx *ctx, int fd, const struct clip_level *level, unsigned
 	struct file_identity id;
 	uint8_t mac[LABEL_MAC_SIZE];
 	char value[LABEL_VALUE_MAX];
-	struct stat st;
+	struct statx st;
 	int r, n;
 
 	r = file_check(fd, &st, reterr);
 	if (r < 0)
 		return r;
-	r = file_identity(fd, &st, &id, reterr);
+	r = file_identity(ctx, fd, &st, &id, reterr);
 	if (r < 0)
 		return r;
 	r = clip_level_format(level, &text);
@@ -241,7 +293,7 @@ label_set(struct clip_ctx *ctx, int fd, const struct clip_level *level, unsigned
 					 xattr_name(flags));
 		return error_set_errno(reterr, r, "cannot write %s", xattr_name(flags));
 	}
-	log_debug(ctx, "labelled inode %llu as %s (%s)", (unsigned long long)st.st_ino, text,
+	log_debug(ctx, "labelled inode %llu as %s (%s)", (unsigned long long)st.stx_ino, text,
 		  xattr_name(flags));
 	label_to_lsm(ctx, fd, level);
 	return 0;
@@ -255,7 +307,7 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 	char untrusted_value[LABEL_VALUE_MAX], text[LABEL_VALUE_MAX];
 	uint8_t untrusted_mac[LABEL_MAC_SIZE], mac[LABEL_MAC_SIZE];
 	struct file_identity id;
-	struct stat st;
+	struct statx st;
 	size_t level_len;
 	ssize_t n;
 	int r, k;
@@ -288,7 +340,7 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 	r = label_value_parse(untrusted_value, (size_t)n, &level, untrusted_mac, reterr);
 	if (r < 0)
 		return r;
-	r = file_identity(fd, &st, &id, reterr);
+	r = file_identity(ctx, fd, &st, &id, reterr);
 	if (r < 0)
 		return r;
 	/* The level's text as stored: label_value_parse() checked it is the canonical one. */
@@ -300,7 +352,7 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 		return r;
 	if (!crypto_equal(mac, untrusted_mac, sizeof(mac)) && !test_hook_disabled("label-mac")) {
 		log_warning(ctx, "label of inode %llu does not verify",
-			    (unsigned long long)st.st_ino);
+			    (unsigned long long)st.stx_ino);
 		return error_set(reterr, -EBADMSG,
 				 "label does not verify: it was copied from another file, "
 				 "edited, or made with another key");
@@ -355,7 +407,7 @@ clip_label_verify(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_erro
 static int
 label_remove(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_error **reterr)
 {
-	struct stat st;
+	struct statx st;
 	int r;
 
 	r = file_check(fd, &st, reterr);

@@ -25,7 +25,6 @@
  * The longest canonical text: "s15:" and at most 6 bytes per category
  * ("c1023," for a single one, "c1022.c1023," for a run of two), plus NUL.
  */
-#define LEVEL_FORMAT_MAX (4 + 6 * (CLIP_LEVEL_CATEGORY_MAX + 1) + 1)
 _Static_assert(LEVEL_FORMAT_MAX <= CLIP_LEVEL_TEXT_MAX, "a formatted level must parse again");
 
 #define NAMES_SIZE_MAX (1024 * 1024)
@@ -366,8 +365,7 @@ put_number(char *p, unsigned v)
 	return p;
 }
 
-/* The canonical text into @buf; returns its length. */
-static size_t
+size_t
 level_format_buf(const struct clip_level *l, char buf[LEVEL_FORMAT_MAX])
 {
 	char *p = buf;

@@ -32,6 +32,12 @@ lsm_active(void)
 	return false;
 }
 
+bool
+lsm_active_recently(void)
+{
+	return false;
+}
+
 int
 lsm_tasks_open(void)
 {

@@ -22,6 +22,13 @@ struct clip_level;
 bool lsm_active(void);
 
 /*
+ * lsm_active() as this process saw it at most a second ago: for the label
+ * path, where the stat of the pin cost more than the rest of a verification
+ * (doc/lsm.md, "Levels on files").
+ */
+bool lsm_active_recently(void);
+
+/*
  * The pinned map of the cages' processes, O_CLOEXEC, to register one with
  * lsm_task_register(); -ENOENT when the LSM is not loaded, -EACCES when
  * this process may not open it (not root).

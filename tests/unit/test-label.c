@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -226,6 +227,59 @@ Test(label, replay_onto_a_reused_inode_number_is_refused)
 	cr_assert_eq(fsetxattr(fd, CLIP_LABEL_XATTR_ROOTLESS, v, (size_t)n, 0), 0);
 	assert_errno(clip_label_verify(ctx, fd, CLIP_LABEL_ROOTLESS, NULL), -EBADMSG);
 	close(fd);
+	clip_level_unref(l);
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * The identity of a file system is kept per mount (label.c, fs_seen_*()).
+ * A fresh tmpfs mounted where the first was has the same device number and
+ * gives its first file the same inode number, but another f_fsid: a value
+ * copied there must not verify, in a context that verified on the first.
+ */
+Test(label, value_copied_to_a_fresh_tmpfs_with_the_same_dev_and_ino_is_refused)
+{
+	_cleanup_free_ char *dir = test_tmpdir("ext4"), *state = state_dir(dir);
+	struct clip_level *l = level("s2:c1");
+	struct clip_ctx *ctx = test_ctx(state);
+	struct stat first, second;
+	char mnt[600], v[LABEL_VALUE_MAX];
+	int r, fd;
+	ssize_t n;
+
+	r = test_unshare_mount();
+	if (r == 77)
+		cr_skip_test("no user namespace here");
+	cr_assert_eq(r, 0, "test_unshare_mount: step %d", r);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	cr_assert_eq(mkdir(mnt, 0700), 0);
+
+	cr_assert_eq(mount("clip-test", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700"), 0);
+	fd = test_file(mnt, "doc", "first");
+	cr_assert_eq(clip_label_set(ctx, fd, l, CLIP_LABEL_ROOTLESS, NULL), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(clip_label_verify(ctx, fd, CLIP_LABEL_ROOTLESS, NULL), 0);
+	n = fgetxattr(fd, CLIP_LABEL_XATTR_ROOTLESS, v, sizeof(v));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(fstat(fd, &first), 0);
+	close(fd);
+	cr_assert_eq(umount(mnt), 0);
+
+	cr_assert_eq(mount("clip-test", mnt, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700"), 0);
+	fd = test_file(mnt, "doc", "second");
+	cr_assert_eq(fstat(fd, &second), 0);
+	/* What makes the case: were it otherwise, the test would not test the cache's key. */
+	cr_assert_eq(second.st_dev, first.st_dev, "the second tmpfs has another device number");
+	cr_assert_eq(second.st_ino, first.st_ino, "the second tmpfs has another inode number");
+	cr_assert_eq(fsetxattr(fd, CLIP_LABEL_XATTR_ROOTLESS, v, (size_t)n, 0), 0);
+	assert_errno(clip_label_verify(ctx, fd, CLIP_LABEL_ROOTLESS, NULL), -EBADMSG);
+
+	/* Labelled anew there, it verifies: the context learnt the second mount. */
+	cr_assert_eq(clip_label_set(ctx, fd, l, CLIP_LABEL_ROOTLESS, NULL), 0);
+	cr_assert_eq(clip_label_verify(ctx, fd, CLIP_LABEL_ROOTLESS, NULL), 0);
+	close(fd);
+	cr_assert_eq(umount(mnt), 0);
+	cr_assert_eq(rmdir(mnt), 0);
 	clip_level_unref(l);
 	clip_ctx_unref(ctx);
 }
