@@ -57,6 +57,7 @@ struct clip_audit {
 	off_t batch_size;
 	uint64_t batch_count;
 	uint8_t batch_last[32];
+	uint64_t cuts; /* batches cut off (audit_cuts()) */
 	char sig_line[AUDIT_SIG_LINE_MAX]; /* the anchor's signed line, as last written */
 };
 
@@ -818,6 +819,7 @@ audit_commit(struct clip_audit *audit, struct clip_error **reterr)
 			log_err(audit->ctx, "cannot cut audit records that were not synced");
 		audit->count = audit->batch_count;
 		memcpy(audit->last, audit->batch_last, 32);
+		audit->cuts++;
 		return error_set_errno(reterr, r, "cannot append to the audit log %s", audit->name);
 	}
 	r = anchor_write(audit, reterr);
@@ -825,6 +827,12 @@ audit_commit(struct clip_audit *audit, struct clip_error **reterr)
 	if (r == 0 && (audit->flags & CLIP_AUDIT_SYSLOG))
 		syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", audit->sig_line);
 	return r;
+}
+
+uint64_t
+audit_cuts(const struct clip_audit *audit)
+{
+	return audit->cuts;
 }
 
 int

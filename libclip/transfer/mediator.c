@@ -570,11 +570,18 @@ mediator_flush(struct clip_mediator *m)
 	if (r < 0)
 		log_err(m->ctx, "cannot audit a transfer, refusing it: %s",
 			clip_error_get_message(error));
-	/* 2. The documents linked in, their inboxes synced below. */
+	/*
+	 * 2. The documents linked in, their inboxes synced below. A record
+	 * that another's commit may have cut since it was written (a role's
+	 * request, an export, the answer to a flood: audit_cuts()) is not on
+	 * disk as far as anyone knows: its transfer fails as when the sync
+	 * above fails, whatever it decided.
+	 */
 	for (struct finished *f = m->finished; f; f = f->next) {
-		if (!f->deliver)
-			continue;
-		if (r < 0) {
+		if (r == 0 && f->audit_cuts == audit_cuts(m->audit)) {
+			if (!f->deliver)
+				continue;
+		} else {
 			f->deliver = false;
 			mediator_outcome_set(&f->o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
 					     "the audit log cannot be written");
@@ -676,6 +683,7 @@ mediator_finish(struct clip_mediator *m, struct conn *c, uint64_t client_id, str
 	f->target = target;
 	f->deliver = deliver;
 	f->o = *o;
+	f->audit_cuts = audit_cuts(m->audit);
 	f->d = (struct delivery)DELIVERY_INIT;
 	if (d) {
 		/* The delivery moves into the queue: its file is closed with it. */

@@ -194,11 +194,17 @@ int deliver_link(struct clip_ctx *ctx, struct delivery *d, int inbox_fd, const c
  * sync of every record written since the last one, with the anchor. When
  * the sync fails, the unsynced records are cut off and the chain goes on
  * from the last durable one.
+ *
+ * Whoever commits (the mediator's flush, a role's request, an export) may
+ * cut the records of another: audit_cuts() counts the cuts, so that a
+ * writer that noted it with its record knows, at its own commit, whether
+ * its record may have been cut since (mediator_flush()).
  */
 struct clip_audit_entry;
 int audit_append_deferred(struct clip_audit *audit, const struct clip_audit_entry *e,
 			  struct clip_error **reterr);
 int audit_commit(struct clip_audit *audit, struct clip_error **reterr);
+uint64_t audit_cuts(const struct clip_audit *audit);
 
 /*
  * What @fd is when it is not a regular file, for a message: "a directory",
@@ -423,6 +429,7 @@ struct finished {
 	struct delivery d;
 	bool has_d, deliver;
 	struct outcome o;
+	uint64_t audit_cuts; /* audit_cuts() once its record was written */
 };
 
 /* Watch @s on the mediator's epoll fd: 0 or -errno. */

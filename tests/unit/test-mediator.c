@@ -1200,6 +1200,7 @@ static struct {
 	ino_t ino; /* the audit log */
 	bool audit_dirty, inbox_dirty;
 	unsigned records, datasyncs, answers, early;
+	unsigned fail_datasyncs; /* the next ones of the audit log fail with EIO */
 } order;
 
 static bool
@@ -1225,7 +1226,14 @@ write(int fd, const void *buf, size_t n)
 int
 fdatasync(int fd)
 {
-	int r = (int)syscall(SYS_fdatasync, fd);
+	int r;
+
+	if (order.fail_datasyncs > 0 && is_audit_log(fd)) {
+		order.fail_datasyncs--;
+		errno = EIO;
+		return -1;
+	}
+	r = (int)syscall(SYS_fdatasync, fd);
 
 	if (r == 0 && is_audit_log(fd)) {
 		order.audit_dirty = false;
@@ -1317,5 +1325,74 @@ Test(mediator, answers_wait_for_the_sync_of_their_records_and_documents, .timeou
 	cr_assert_lt(order.datasyncs, order.records,
 		     "one sync per record (%u for %u): no group commit", order.datasyncs,
 		     order.records);
+	test_world_teardown(&w);
+}
+
+static int
+count_allowed(const char *record, void *userdata)
+{
+	unsigned *n = userdata;
+
+	if (strstr(record, "event=decision ") && strstr(record, " decision=allow "))
+		(*n)++;
+	return 0;
+}
+
+/*
+ * The session's roles share the mediator's audit log: an export (or a
+ * role's request) commits the records the mediator wrote and has not
+ * synced yet. When that sync fails, the batch is cut, the mediator's
+ * decision with it: its transfer must fail, not be delivered on the
+ * strength of a record that is not there.
+ */
+Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered, .timeout = 120)
+{
+	struct clip_transfer *t;
+	struct test_world w;
+	struct stat st;
+	unsigned allowed = 0;
+	int src, null;
+
+	world_setup(&w, "low high allow\n", 60000);
+	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
+	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	src = test_file(w.dir, "source", "a small document");
+	t = start(&w, 0, "high", src, "doc.txt");
+	close(src);
+
+	/* Until the transfer is decided and waits for the group commit. */
+	while (w.m->n_finished == 0) {
+		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
+
+		cr_assert_eq(poll(&p, 1, 10000), 1, "the mediator does not decide");
+		cr_assert_geq(clip_mediator_dispatch(w.m, NULL), 0);
+	}
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	cr_assert_geq(null, 0);
+	order.on = true;
+	order.fail_datasyncs = 1;
+	assert_errno(clip_audit_export(w.audit, null, NULL), -EIO);
+	close(null);
+	cr_assert_eq(order.fail_datasyncs, 0, "the export did not sync the mediator's batch");
+	order.on = false;
+
+	wait_for(&w, t);
+	cr_assert_eq(clip_transfer_get_status(t), CLIP_TRANSFER_FAILED, "%s",
+		     clip_transfer_get_message(t));
+	cr_assert(strstr(clip_transfer_get_message(t), "audit log"), "%s",
+		  clip_transfer_get_message(t));
+	{
+		char inbox[600];
+
+		snprintf(inbox, sizeof(inbox), "%s/high", w.dir);
+		cr_assert_eq(count_entries(inbox), 0, "the document was delivered");
+	}
+	clip_transfer_unref(t);
+
+	/* The trail verifies, and holds no decision to allow it. */
+	cr_assert_eq(
+		clip_audit_verify(w.ctx, w.dfd, "audit.log", count_allowed, &allowed, NULL, NULL),
+		0);
+	cr_assert_eq(allowed, 0, "a decision to allow is in the trail");
 	test_world_teardown(&w);
 }
