@@ -278,9 +278,15 @@ timer_arm(struct session_control *ctl)
 	(void)timerfd_settime(ctl->timer_fd, 0, &it, NULL);
 }
 
+void
+session_answer_text(int fd, const char *text)
+{
+	(void)send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
 /* "error ERRNO MESSAGE", the message on one line. */
-static void
-answer_error(int fd, int r, const char *message)
+void
+session_answer_error(int fd, int r, const char *message)
 {
 	char text[1024];
 	int n = snprintf(text, sizeof(text), "error %d %s\n", -r, message);
@@ -293,12 +299,6 @@ answer_error(int fd, int r, const char *message)
 		if ((unsigned char)text[i] < ' ')
 			text[i] = ' ';
 	(void)send(fd, text, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-static void
-answer_ok(int fd)
-{
-	(void)send(fd, "ok\n", 3, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 static void
@@ -334,7 +334,7 @@ control_accept(struct clip_session *s, int listen_fd)
 			timer_arm(ctl);
 			return;
 		}
-	answer_error(fd, -EBUSY, "too many control connections at once, try again");
+	session_answer_error(fd, -EBUSY, "too many control connections at once, try again");
 	close(fd);
 }
 
@@ -344,6 +344,7 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 	struct session_control *ctl = s->control;
 	char req[CONTROL_REQUEST_MAX + 1];
 	int fd = ctl->conns[i].fd;
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 	const char *role = NULL;
 	unsigned roles, needs;
 	char shown[48];
@@ -363,8 +364,9 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		return 1;
 	}
 	if (n > CONTROL_REQUEST_MAX || memchr(req, '\0', (size_t)n)) {
-		answer_error(fd, -EMSGSIZE,
-			     n > CONTROL_REQUEST_MAX ? "request too long" : "a NUL in the request");
+		session_answer_error(fd, -EMSGSIZE,
+				     n > CONTROL_REQUEST_MAX ? "request too long"
+							     : "a NUL in the request");
 		close(fd);
 		return 1;
 	}
@@ -386,13 +388,20 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 			snprintf(message, sizeof(message),
 				 "uid %u may not control session '%s' (it has no role)",
 				 (unsigned)ctl->conns[i].uid, s->name);
-		answer_error(fd, -EPERM, message);
+		session_answer_error(fd, -EPERM, message);
 		if (roles)
 			log_warning(s->ctx, "session '%s': uid %u refused a request that needs %s",
 				    s->name, (unsigned)ctl->conns[i].uid, role);
-	} else if ((handled = session_roles_request(s, fd, req)) != 0) {
-		if (strcmp(req, "trail") != 0 && strcmp(req, "audit-key") != 0)
-			session_roles_audit(s, ctl->conns[i].uid, roles, req, handled);
+	} else if (session_roles_read(s, fd, req)) {
+		/* Reads: they change nothing, and are not recorded. */
+	} else if ((handled = session_roles_change(s, req, &e)) != 0) {
+		/* Recorded before it is answered: an "ok" is in the trail already. */
+		session_roles_audit(s, ctl->conns[i].uid, roles, req, handled);
+		if (handled < 0)
+			session_answer_error(fd, handled,
+					     e ? clip_error_get_message(e) : strerror(-handled));
+		else
+			session_answer_text(fd, "ok\n");
 	} else if (strcmp(req, "watch") == 0) {
 		/* The connection stays open: the session's events stream on it. */
 		session_watch_add(s, fd);
@@ -402,22 +411,20 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		_cleanup_free_ char *text = NULL;
 
 		if (clip_session_get_status(s, &st, NULL) < 0 || !(text = status_format(st)))
-			answer_error(fd, -ENOMEM, "out of memory");
+			session_answer_error(fd, -ENOMEM, "out of memory");
 		else
-			(void)send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT);
+			session_answer_text(fd, text);
 		clip_session_status_free(st);
 	} else if (strncmp(req, "restart ", 8) == 0) {
-		_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 		int r = clip_session_restart_cage(s, req + 8, 0, &e);
 
 		session_roles_audit(s, ctl->conns[i].uid, roles, req, r);
 		if (r < 0)
-			answer_error(fd, r, e ? clip_error_get_message(e) : strerror(-r));
+			session_answer_error(fd, r, e ? clip_error_get_message(e) : strerror(-r));
 		else
-			answer_ok(fd);
+			session_answer_text(fd, "ok\n");
 	} else if (strcmp(req, "stop") == 0) {
 		/* Answered once done: the client's "ok" means nothing is left. */
-		_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 		int r;
 
 		log_notice(s->ctx, "session '%s': stop asked on the control socket by uid %u",
@@ -425,13 +432,14 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		session_roles_audit(s, ctl->conns[i].uid, roles, req, 0);
 		r = clip_session_stop(s, 0, &e);
 		if (r < 0)
-			answer_error(fd, r, clip_error_get_message(e));
+			session_answer_error(fd, r, clip_error_get_message(e));
 		else
-			answer_ok(fd);
+			session_answer_text(fd, "ok\n");
 	} else {
-		answer_error(fd, -EINVAL,
-			     "unknown request (status, stop, restart CAGE, start CAGE, stop CAGE, "
-			     "reload, trail, audit-key, watch)");
+		session_answer_error(
+			fd, -EINVAL,
+			"unknown request (status, stop, restart CAGE, start CAGE, stop CAGE, "
+			"reload, trail, audit-key, watch)");
 		log_notice(s->ctx, "session '%s': unknown control request '%s'", s->name, shown);
 	}
 	close(fd);

@@ -232,14 +232,21 @@ void session_roles_close(struct clip_session *s, int fds[SESSION_ROLES]);
 unsigned session_peer_roles(const struct clip_session *s, int fd, uid_t *ret_uid);
 /* The SESSION_PEER_* a request needs besides ALL, and the role's name for messages. */
 unsigned session_request_needs(const char *req, const char **ret_role);
+/* Answer "trail" or "audit-key" (reads, not audited) on @fd: whether @req was one. */
+bool session_roles_read(struct clip_session *s, int fd, const char *req);
 /*
- * Serve the requests of this file ("trail", "audit-key", "start CAGE", "stop CAGE",
- * "reload", "restart CAGE" of a reloaded cage): 1 when @req was one and done, -errno
- * when it was one and failed (answered both), 0 when it was none.
+ * Do "start CAGE", "stop CAGE", "reload" or "restart CAGE" of a reloaded
+ * cage, without answering: the caller audits, then answers (doc/session.md).
+ * 1 when @req was one and done, -errno with @reterr set when it was one and
+ * failed, 0 when it was none.
  */
-int session_roles_request(struct clip_session *s, int fd, const char *req);
+int session_roles_change(struct clip_session *s, const char *req, struct clip_error **reterr);
 /* clip_session_load() keeps the file's path for "reload" (none when out of memory). */
 void session_remember_file(struct clip_session *s, const char *path);
+/* session-control.c: an answer on a control connection, "ok\n" or "error ERRNO MESSAGE\n". */
+void session_answer_text(int fd, const char *text);
+void session_answer_error(int fd, int r, const char *message);
+
 /* Record a request that changes the session in the audit trail, with who asked it. */
 void session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const char *req,
 			 int result);

@@ -311,24 +311,6 @@ session_request_needs(const char *req, const char **ret_role)
 	return SESSION_PEER_ADMIN;
 }
 
-static void
-answer_text(int fd, const char *text)
-{
-	(void)send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT);
-}
-
-static void
-answer_errorf(int fd, int r, const char *message)
-{
-	char text[1024];
-	int n = snprintf(text, sizeof(text), "error %d %s\n", -r, message);
-
-	for (int i = 6; n > 0 && i < n - 1 && i < (int)sizeof(text) - 1; i++)
-		if ((unsigned char)text[i] < ' ')
-			text[i] = ' ';
-	answer_text(fd, text);
-}
-
 /* "ok\n" and a sealed memfd holding the trail stream. */
 static void
 answer_trail(struct clip_session *s, int fd)
@@ -346,18 +328,18 @@ answer_trail(struct clip_session *s, int fd)
 
 	mfd = memfd_create("clip-trail", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (mfd < 0) {
-		answer_errorf(fd, -errno, "cannot create a memfd for the trail");
+		session_answer_error(fd, -errno, "cannot create a memfd for the trail");
 		return;
 	}
 	r = clip_audit_export(s->audit, mfd, &e);
 	if (r < 0) {
-		answer_errorf(fd, r, clip_error_get_message(e));
+		session_answer_error(fd, r, clip_error_get_message(e));
 		return;
 	}
 	/* A copy the reader cannot change under a verifier, nor grow. */
 	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
 	    lseek(mfd, 0, SEEK_SET) < 0) {
-		answer_errorf(fd, -errno, "cannot seal the trail's copy");
+		session_answer_error(fd, -errno, "cannot seal the trail's copy");
 		return;
 	}
 	cm = CMSG_FIRSTHDR(&msg);
@@ -489,20 +471,38 @@ session_reload(struct clip_session *s, struct clip_error **reterr)
 	return 0;
 }
 
-int
-session_roles_request(struct clip_session *s, int fd, const char *req)
+bool
+session_roles_read(struct clip_session *s, int fd, const char *req)
 {
 	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	_cleanup_free_ char *pem = NULL, *text = NULL;
+	int r;
+
+	if (strcmp(req, "trail") == 0) {
+		answer_trail(s, fd);
+		return true;
+	}
+	if (strcmp(req, "audit-key") != 0)
+		return false;
+	r = clip_audit_get_public_key(s->ctx, &pem, &e);
+	if (r < 0)
+		session_answer_error(fd, r, clip_error_get_message(e));
+	else if (asprintf(&text, "ok\n%s", pem) < 0)
+		session_answer_error(fd, -ENOMEM, "out of memory");
+	else
+		session_answer_text(fd, text);
+	return true;
+}
+
+int
+session_roles_change(struct clip_session *s, const char *req, struct clip_error **reterr)
+{
 	struct session_cage *c;
 	bool start;
 	int r;
 
 	if (strcmp(req, "reload") == 0) {
-		r = session_reload(s, &e);
-		if (r < 0)
-			answer_errorf(fd, r, clip_error_get_message(e));
-		else
-			answer_text(fd, "ok\n");
+		r = session_reload(s, reterr);
 		return r < 0 ? r : 1;
 	}
 	/* A cage with a new profile is made anew at its restart. */
@@ -511,53 +511,27 @@ session_roles_request(struct clip_session *s, int fd, const char *req)
 		if (!c || !c->reloaded)
 			return 0;
 		session_cage_stop(s, c, 0);
-		r = session_cage_start(s, c, &e);
+		r = session_cage_start(s, c, reterr);
 		if (r < 0)
-			answer_errorf(fd, r, clip_error_get_message(e));
-		else {
-			c->restarts++;
-			answer_text(fd, "ok\n");
-		}
-		return r < 0 ? r : 1;
-	}
-
-	if (strcmp(req, "trail") == 0) {
-		answer_trail(s, fd);
-		return 1;
-	}
-	if (strcmp(req, "audit-key") == 0) {
-		_cleanup_free_ char *pem = NULL, *text = NULL;
-
-		r = clip_audit_get_public_key(s->ctx, &pem, &e);
-		if (r < 0)
-			answer_errorf(fd, r, clip_error_get_message(e));
-		else if (asprintf(&text, "ok\n%s", pem) < 0)
-			answer_errorf(fd, -ENOMEM, "out of memory");
-		else
-			answer_text(fd, text);
+			return r;
+		c->restarts++;
 		return 1;
 	}
 	start = strncmp(req, "start ", 6) == 0;
 	if (!start && strncmp(req, "stop ", 5) != 0)
 		return 0;
 	c = session_find_cage(s, req + (start ? 6 : 5));
-	if (!c) {
-		answer_errorf(fd, -EINVAL, "no such cage");
-		return 1;
-	}
-	if (start)
-		r = session_cage_start(s, c, &e);
-	else {
+	if (!c)
+		return error_set(reterr, -EINVAL, "no such cage");
+	if (start) {
+		r = session_cage_start(s, c, reterr);
+		if (r < 0)
+			return r;
+	} else
 		session_cage_stop(s, c, 0);
-		r = 0;
-	}
-	if (r < 0)
-		answer_errorf(fd, r, clip_error_get_message(e));
-	else
-		answer_text(fd, "ok\n");
 	log_notice(s->ctx, "session '%s': cage '%s' %s on request", s->name, c->name,
 		   start ? "started" : "stopped");
-	return r < 0 ? r : 1;
+	return 1;
 }
 
 void

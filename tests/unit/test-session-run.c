@@ -628,6 +628,70 @@ Test(session_run, the_control_socket_answers_status_restart_and_stop)
 	world_free(&w);
 }
 
+/*
+ * An answer on a control connection, seen as it leaves the runner: is the
+ * request it answers in the trail already? (doc/session.md: each request
+ * that changes the session is recorded before its answer.)
+ */
+static struct {
+	bool on;
+	char log[600], want[64];
+	unsigned answers, early;
+} answer_probe;
+
+ssize_t
+send(int fd, const void *buf, size_t n, int flags)
+{
+	if (answer_probe.on && n >= 3 &&
+	    (memcmp(buf, "ok\n", 3) == 0 || (n > 6 && memcmp(buf, "error ", 6) == 0))) {
+		char text[65536];
+		int log = open(answer_probe.log, O_RDONLY | O_CLOEXEC);
+		ssize_t k = log < 0 ? -1 : read(log, text, sizeof(text) - 1);
+
+		if (log >= 0)
+			close(log);
+		text[k > 0 ? k : 0] = '\0';
+		answer_probe.answers++;
+		if (!strstr(text, answer_probe.want))
+			answer_probe.early++;
+	}
+	return syscall(SYS_sendto, fd, buf, n, flags, NULL, 0);
+}
+
+Test(session_run, a_change_asked_on_the_control_socket_is_recorded_before_its_answer)
+{
+	static const struct {
+		const char *request, *record;
+		int want;
+	} cases[] = {
+		{ "stop mid", "decision=done by=root reason=stop%20mid", 0 },
+		{ "start mid", "decision=done by=root reason=start%20mid", 0 },
+		{ "stop nosuch", "decision=failed by=root reason=stop%20nosuch", -EINVAL },
+		{ "reload", "decision=failed by=root reason=reload", -EOPNOTSUPP },
+	};
+	struct world w;
+
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	world_start(&w);
+	/* The session's log is its context's (clip_session_get_audit()). */
+	snprintf(answer_probe.log, sizeof(answer_probe.log), "%s/" CLIP_AUDIT_LOG_NAME,
+		 clip_ctx_get_state_dir(w.ctx));
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		snprintf(answer_probe.want, sizeof(answer_probe.want), "%s", cases[i].record);
+		answer_probe.answers = answer_probe.early = 0;
+		answer_probe.on = true;
+		cr_assert_eq(
+			pump_child(&w, control_child(&w, cases[i].request, cases[i].want, false)),
+			0, "%s", cases[i].request);
+		answer_probe.on = false;
+		cr_assert_eq(answer_probe.answers, 1, "%s: %u answers", cases[i].request,
+			     answer_probe.answers);
+		cr_assert_eq(answer_probe.early, 0, "'%s' was answered before it was recorded",
+			     cases[i].request);
+	}
+	world_free(&w);
+}
+
 Test(session_run, the_default_state_directory_is_under_the_contexts)
 {
 	struct world w;
