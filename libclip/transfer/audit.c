@@ -794,14 +794,52 @@ audit_write(struct clip_audit *audit, const struct clip_audit_entry *e, struct c
 	}
 	audit->dirty = true;
 	audit->count++;
-	r = crypto_sha256(line, s.n - 1, audit->last);
-	if (r < 0)
-		return r;
-	if (audit->flags & CLIP_AUDIT_SYSLOG) {
-		line[s.n - 1] = '\0';
-		syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", line);
+	return crypto_sha256(line, s.n - 1, audit->last);
+}
+
+/*
+ * The records of the log from @from to @to, to syslog: once they are on
+ * disk, so that a collector never holds a record the trail lost to a
+ * failed sync (the chain goes on from the last durable one, and the next
+ * record would take its number).
+ */
+static void
+audit_syslog_records(struct clip_audit *audit, off_t from, off_t to)
+{
+	_cleanup_free_ char *buf = malloc(AUDIT_LINE_MAX + 1);
+	size_t have = 0;
+
+	if (!buf) {
+		log_err(audit->ctx, "out of memory: audit records not sent to syslog");
+		return;
 	}
-	return 0;
+	for (;;) {
+		char *nl = memchr(buf, '\n', have);
+		ssize_t k;
+
+		if (nl) {
+			*nl = '\0';
+			syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", buf);
+			have -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, have);
+			continue;
+		}
+		if (from >= to || have >= AUDIT_LINE_MAX)
+			break;
+		k = AUDIT_LINE_MAX - have;
+		if (to - from < k)
+			k = (ssize_t)(to - from);
+		k = pread(audit->fd, buf + have, (size_t)k, from);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			log_err(audit->ctx, "cannot read back audit records for syslog: %s",
+				k < 0 ? strerror(errno) : "end of file");
+			break;
+		}
+		from += k;
+		have += (size_t)k;
+	}
 }
 
 int
@@ -822,8 +860,17 @@ audit_commit(struct clip_audit *audit, struct clip_error **reterr)
 		audit->cuts++;
 		return error_set_errno(reterr, r, "cannot append to the audit log %s", audit->name);
 	}
-	r = anchor_write(audit, reterr);
 	/* The batch's records, then the signature that covers them: a collector verifies them. */
+	if (audit->flags & CLIP_AUDIT_SYSLOG) {
+		struct stat st;
+
+		if (fstat(audit->fd, &st) == 0)
+			audit_syslog_records(audit, audit->batch_size, st.st_size);
+		else
+			log_err(audit->ctx,
+				"cannot stat the audit log: records not sent to syslog");
+	}
+	r = anchor_write(audit, reterr);
 	if (r == 0 && (audit->flags & CLIP_AUDIT_SYSLOG))
 		syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", audit->sig_line);
 	return r;

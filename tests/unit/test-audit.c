@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <clip/clip.h>
@@ -386,4 +388,115 @@ Test(audit, a_stream_of_another_machine_does_not_verify)
 	free(pem);
 	log_teardown(&f);
 	log_teardown(&g);
+}
+
+/*
+ * What the log sends to syslog, seen from inside: syslog(3) (and its
+ * fortified twin, which the library calls) and fdatasync(2) are this
+ * file's while @on, the latter failing @fail_syncs times.
+ */
+static struct {
+	bool on;
+	unsigned fail_syncs;
+	char sent[1 << 16];
+	size_t n;
+} sys;
+
+static void
+sent_add(const char *fmt, va_list ap)
+{
+	int k;
+
+	if (!sys.on)
+		return;
+	k = vsnprintf(sys.sent + sys.n, sizeof(sys.sent) - sys.n, fmt, ap);
+	if (k > 0 && sys.n + (size_t)k + 1 < sizeof(sys.sent)) {
+		sys.n += (size_t)k;
+		sys.sent[sys.n++] = '\n';
+		sys.sent[sys.n] = '\0';
+	}
+}
+
+void
+syslog(int priority, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sent_add(fmt, ap);
+	va_end(ap);
+	(void)priority;
+}
+
+void
+__syslog_chk(int priority, int flag, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	sent_add(fmt, ap);
+	va_end(ap);
+	(void)priority;
+	(void)flag;
+}
+
+int
+fdatasync(int fd)
+{
+	if (sys.on && sys.fail_syncs > 0) {
+		sys.fail_syncs--;
+		errno = EIO;
+		return -1;
+	}
+	return (int)syscall(SYS_fdatasync, fd);
+}
+
+static unsigned
+count_in(const char *text, const char *what)
+{
+	unsigned n = 0;
+
+	for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+		n++;
+	return n;
+}
+
+/*
+ * A record whose sync failed is cut from the log, and the next one takes
+ * its number: a collector that had received it would hold two records of
+ * that number, and refuse the whole stream. Records go to syslog once on
+ * disk, then the signature that covers them.
+ */
+Test(audit, a_record_cut_by_a_failed_sync_never_reaches_syslog)
+{
+	struct log_fixture f = { 0 };
+	struct clip_audit *a = NULL;
+	const char *names[] = { "docA", "docB", "docC" };
+
+	log_setup(&f, 0);
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "s.log", CLIP_AUDIT_SYSLOG, NULL), 0);
+	sys = (__typeof__(sys)){ .on = true };
+	for (int i = 0; i < 3; i++) {
+		struct clip_audit_entry e = { .size = sizeof(e),
+					      .event = "request",
+					      .source = "low",
+					      .target = "high",
+					      .name = names[i] };
+
+		sys.fail_syncs = i == 1;
+		assert_errno(clip_audit_append(a, &e, NULL), i == 1 ? -EIO : 0);
+	}
+	sys.on = false;
+	cr_assert_eq(count_in(sys.sent, "name=docA "), 1, "sent:\n%s", sys.sent);
+	cr_assert_eq(count_in(sys.sent, "name=docB "), 0, "the cut record was sent:\n%s", sys.sent);
+	cr_assert_eq(count_in(sys.sent, "name=docC "), 1, "sent:\n%s", sys.sent);
+	cr_assert_eq(count_in(sys.sent, " seq=2 "), 1, "two records numbered 2 were sent:\n%s",
+		     sys.sent);
+	/* Each record, then the signature that covers it: two commits, two signatures. */
+	cr_assert_eq(count_in(sys.sent, "clip-audit: s1 count="), 2, "sent:\n%s", sys.sent);
+	cr_assert_not_null(strstr(sys.sent, "s1 count=2 "));
+	cr_assert_lt(strstr(sys.sent, "name=docC "), strstr(sys.sent, "s1 count=2 "), "sent:\n%s",
+		     sys.sent);
+	clip_audit_unref(a);
+	log_teardown(&f);
 }
