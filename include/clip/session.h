@@ -438,6 +438,29 @@ int clip_session_control(struct clip_ctx *ctx, const char *session, const char *
 			 const char *request, struct clip_session_status **ret_status,
 			 struct clip_error **reterr);
 
+/**
+ * clip_session_down - take a session down, whatever became of its runner
+ *
+ * Asks the runner to stop the session ("stop", clip_session_control()).
+ * When no runner answers (it was killed), takes down what it left: the
+ * session's cages still registered (SESSION.CAGE) are stopped, and the
+ * levels' keys it had added to their filesystems (recorded in the state
+ * directory's keys/) are removed, which locks their data
+ * (doc/data-at-rest.md), under the state directory's lock so that no
+ * runner starts meanwhile. What it does is logged, at warning.
+ *
+ * @param state_dir the session's state directory, or NULL for the default
+ *	  of clip_session_set_state_dir()
+ * @return 0 (the runner stopped the session), 1 (no runner: what it left
+ *	   is taken down), or -EINVAL, -ESRCH (no runner, and nothing left),
+ *	   -EBUSY (a runner holds the state directory but does not answer),
+ *	   -EPERM, the errors of clip_session_control(), of clip_cage_stop(3)
+ *	   and of the key's removal.
+ * @since 0.1
+ */
+int clip_session_down(struct clip_ctx *ctx, const char *session, const char *state_dir,
+		      struct clip_error **reterr);
+
 /* Roles of clip_session_set_role_group(). */
 #define CLIP_SESSION_ROLE_ADMIN 0 /* status, start, stop and restart cages, reload, stop */
 #define CLIP_SESSION_ROLE_AUDIT 1 /* the signed trail and its public key */

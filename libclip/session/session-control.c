@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
@@ -760,4 +761,89 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 			clip_session_status_free(st);
 	}
 	return 0;
+}
+
+/* A runner that is gone: its registered cages (SESSION.*) stopped. The number, or -errno. */
+static int
+down_cages(struct clip_ctx *ctx, const char *session)
+{
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	size_t len = strlen(session);
+	char **names = NULL;
+	int n, stopped = 0, r = 0;
+
+	n = clip_cage_list(ctx, &names, &e);
+	if (n < 0) {
+		log_err(ctx, "session '%s': cannot list the cages: %s", session,
+			clip_error_get_message(e));
+		return n;
+	}
+	for (int i = 0; i < n; i++) {
+		if (strncmp(names[i], session, len) == 0 && names[i][len] == '.') {
+			int k = session_stop_leftover(ctx, session, names[i], SESSION_GRACE_MS);
+
+			if (k > 0)
+				stopped++;
+			else if (k < 0 && r == 0)
+				r = k;
+		}
+		free(names[i]);
+	}
+	free(names);
+	return r < 0 ? r : stopped;
+}
+
+CLIP_EXPORT int
+clip_session_down(struct clip_ctx *ctx, const char *session, const char *state_dir,
+		  struct clip_error **reterr)
+{
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int fd = -1;
+	int r, cages, keys;
+
+	clip_assert_reterr(reterr);
+	ctx_assert_return_error(ctx, reterr);
+	session_assert_arg(session && untrusted_name_valid(session), reterr, "%s: bad session name",
+			   __func__);
+	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
+			   "%s: the state directory is not absolute", __func__);
+
+	r = clip_session_control(ctx, session, state_dir, "stop", NULL, &e);
+	if (r != -ESRCH) {
+		if (r < 0)
+			r = error_set(reterr, r, "%s", clip_error_get_message(e));
+		return api_return(r, reterr);
+	}
+	/* No runner: what it left, under the lock a runner takes, so that none starts meanwhile. */
+	dir = session_state_path_for(ctx, session, state_dir);
+	if (!dir)
+		return api_return(-ENOMEM, reterr);
+	fd = dir_open_walk(dir, false, "session state directory", NULL);
+	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK
+			    ? error_set(reterr, -EBUSY,
+					"session '%s': a runner holds %s but does not answer: it "
+					"is starting, or stuck",
+					session, dir)
+			    : error_set_errno(reterr, -errno, "cannot lock %s", dir);
+		return api_return(r, reterr);
+	}
+	cages = down_cages(ctx, session);
+	keys = fd >= 0 ? session_crypt_lock_leftovers(ctx, session, fd) : 0;
+	if (cages < 0 || keys < 0)
+		return api_return(error_set(reterr, cages < 0 ? cages : keys,
+					    "session '%s': its runner is gone, and what it left "
+					    "could not all be taken down (the log says what)",
+					    session),
+				  reterr);
+	if (cages == 0 && keys == 0)
+		return api_return(error_set(reterr, -ESRCH,
+					    "session '%s' is not running, and no runner left "
+					    "anything of it",
+					    session),
+				  reterr);
+	log_notice(ctx, "session '%s': its runner was gone: %d cages stopped, %d levels locked",
+		   session, cages, keys);
+	return 1;
 }

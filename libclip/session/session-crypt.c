@@ -10,6 +10,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
 #include <libgen.h>
 #include <linux/fscrypt.h>
 #include <stdlib.h>
@@ -86,6 +89,104 @@ key_shared(const struct clip_session *s, const struct session_cage *c)
 	return false;
 }
 
+/* A stream on the directory @fd, which stays the caller's; NULL with errno set. */
+static DIR *
+dir_stream(int fd)
+{
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	DIR *d;
+
+	if (dup_fd < 0)
+		return NULL;
+	d = fdopendir(dup_fd);
+	if (!d) {
+		int saved = errno;
+
+		close(dup_fd);
+		errno = saved;
+	}
+	return d;
+}
+
+/*
+ * Remove the key @id from the filesystem of @fd (every user's claim when
+ * root: nobody keeps the level open). The cage's mounts go shortly after
+ * its processes: the removal is tried again while the kernel says its
+ * files are busy, which evicts what they held. 0, 1 (files still open
+ * elsewhere: they stay readable until closed), 2 (other users hold it),
+ * or -errno; a key already gone is 0.
+ */
+static int
+key_remove(int fd, const uint8_t id[FSCRYPT_ID_SIZE])
+{
+	int r = fscrypt_remove_key(fd, id, geteuid() == 0);
+
+	for (int i = 0; r == 1 && i < LOCK_TRIES; i++) {
+		nanosleep(&(struct timespec){ .tv_nsec = LOCK_TRY_NS }, NULL);
+		r = fscrypt_remove_key(fd, id, geteuid() == 0);
+		/* Gone meanwhile: the last busy inode was evicted. */
+		if (r == -ENOKEY)
+			r = 0;
+	}
+	return r == -ENOKEY ? 0 : r;
+}
+
+/*
+ * STATE/keys/DEV-ID, DEV the filesystem's device number, ID the key's
+ * identifier, both in hex, holding the path of the directory the key was
+ * added through: what the runner added, so that `session down` with no
+ * runner left (clip_session_down()) removes what a killed one could not.
+ * Neither is secret: the identifier is the kernel's hash of the key.
+ */
+static void
+key_record_name(uint64_t dev, const uint8_t id[FSCRYPT_ID_SIZE], char name[64])
+{
+	char hex[2 * FSCRYPT_ID_SIZE + 1];
+
+	hex_encode(id, FSCRYPT_ID_SIZE, hex);
+	snprintf(name, 64, "%" PRIx64 "-%s", dev, hex);
+}
+
+static int
+key_record(struct clip_session *s, struct session_cage *c, const char *parent,
+	   struct clip_error **reterr)
+{
+	_cleanup_close_ int dir = -1;
+	_cleanup_free_ char *text = NULL;
+	char name[64];
+	int r;
+
+	if (mkdirat(s->state_fd, SESSION_KEYS_DIR, 0700) < 0 && errno != EEXIST)
+		return error_set_errno(reterr, -errno, "session '%s': cannot make %s/", s->name,
+				       SESSION_KEYS_DIR);
+	dir = openat(s->state_fd, SESSION_KEYS_DIR,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return error_set_errno(reterr, -errno, "session '%s': cannot open %s/", s->name,
+				       SESSION_KEYS_DIR);
+	if (asprintf(&text, "%s\n", parent) < 0)
+		return -ENOMEM;
+	key_record_name(c->key_dev, c->key_id, name);
+	r = write_file_atomic(dir, name, text, strlen(text), 0600, true);
+	if (r < 0)
+		return error_set_errno(reterr, r, "session '%s': cannot record the key of %s",
+				       s->name, c->data_dir);
+	return 0;
+}
+
+static void
+key_unrecord(int state_fd, uint64_t dev, const uint8_t id[FSCRYPT_ID_SIZE])
+{
+	_cleanup_close_ int dir = -1;
+	char name[64];
+
+	dir = openat(state_fd, SESSION_KEYS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return;
+	key_record_name(dev, id, name);
+	(void)unlinkat(dir, name, 0);
+}
+
 void
 session_crypt_lock(struct clip_session *s, struct session_cage *c)
 {
@@ -95,17 +196,7 @@ session_crypt_lock(struct clip_session *s, struct session_cage *c)
 		return;
 	c->key_held = false;
 	if (!key_shared(s, c) && !test_hook_disabled("session-data-lock")) {
-		/* Root removes every user's claim: nobody keeps the level open. */
-		r = fscrypt_remove_key(c->key_fd, c->key_id, geteuid() == 0);
-		/* The cage's mounts go shortly after its processes: a second
-		   removal evicts what they held (the kernel's FILES_BUSY). */
-		for (int i = 0; r == 1 && i < LOCK_TRIES; i++) {
-			nanosleep(&(struct timespec){ .tv_nsec = LOCK_TRY_NS }, NULL);
-			r = fscrypt_remove_key(c->key_fd, c->key_id, geteuid() == 0);
-			/* Gone meanwhile: the last busy inode was evicted. */
-			if (r == -ENOKEY)
-				r = 0;
-		}
+		r = key_remove(c->key_fd, c->key_id);
 		if (r == 1)
 			log_warning(s->ctx,
 				    "session '%s': level data of cage '%s' locked, but files in %s "
@@ -123,26 +214,124 @@ session_crypt_lock(struct clip_session *s, struct session_cage *c)
 		else
 			log_info(s->ctx, "session '%s': data of cage '%s' locked", s->name,
 				 c->name);
+		/* Removed, or as far as the kernel will: the record has done its work. */
+		if (r >= 0 && s->state_fd >= 0)
+			key_unrecord(s->state_fd, c->key_dev, c->key_id);
 	}
 	close(c->key_fd);
 	c->key_fd = -1;
+}
+
+/* Parse a record's name: 0, or -EINVAL for what this file did not write. */
+static int
+key_record_parse(const char *name, uint64_t *ret_dev, uint8_t id[FSCRYPT_ID_SIZE])
+{
+	const char *dash = strchr(name, '-');
+	char *end;
+
+	if (!dash || dash == name || strlen(dash + 1) != 2 * FSCRYPT_ID_SIZE)
+		return -EINVAL;
+	errno = 0;
+	*ret_dev = strtoull(name, &end, 16);
+	if (errno || end != dash || hex_decode(dash + 1, FSCRYPT_ID_SIZE, id) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* One record: its key removed through the directory it names. 1, 0 (skipped), or -errno. */
+static int
+lock_leftover(struct clip_ctx *ctx, const char *session, int dir, const char *name)
+{
+	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
+	_cleanup_close_ int fd = -1, parent = -1;
+	uint8_t id[FSCRYPT_ID_SIZE];
+	char path[PATH_MAX + 1];
+	struct stat st;
+	uint64_t dev;
+	ssize_t n;
+	int r;
+
+	if (key_record_parse(name, &dev, id) < 0)
+		return 0;
+	fd = open_regular(dir, name, PATH_MAX, NULL, &e);
+	if (fd < 0) {
+		log_err(ctx, "session '%s': cannot read the key record %s: %s", session, name,
+			clip_error_get_message(e));
+		return fd;
+	}
+	n = read(fd, path, PATH_MAX);
+	if (n <= 1 || path[n - 1] != '\n' || path[0] != '/') {
+		log_err(ctx, "session '%s': the key record %s is malformed: left alone", session,
+			name);
+		return 0;
+	}
+	path[n - 1] = '\0';
+	/* Walked as at the start: no link, no directory another user controls. */
+	parent = dir_open_walk(path, false, "data directory's parent", &e);
+	if (parent < 0) {
+		log_err(ctx, "session '%s': %s", session, clip_error_get_message(e));
+		return parent;
+	}
+	if (fstat(parent, &st) < 0 || (uint64_t)st.st_dev != dev) {
+		log_err(ctx,
+			"session '%s': %s is no longer on the filesystem its key was added to: "
+			"record %s left alone",
+			session, path, name);
+		return 0;
+	}
+	r = key_remove(parent, id);
+	if (r < 0) {
+		log_err(ctx, "session '%s': cannot remove the key of level data under %s: %s",
+			session, path, strerror(-r));
+		return r;
+	}
+	log_warning(ctx,
+		    "session '%s': level data under %s was left unlocked by a runner that "
+		    "is gone: locked%s",
+		    session, path, r == 1 ? ", but files are still open elsewhere" : "");
+	(void)unlinkat(dir, name, 0);
+	return 1;
+}
+
+int
+session_crypt_lock_leftovers(struct clip_ctx *ctx, const char *session, int state_fd)
+{
+	_cleanup_close_ int dir = -1;
+	struct dirent *de;
+	DIR *d;
+	int n = 0, r = 0;
+
+	dir = openat(state_fd, SESSION_KEYS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dir < 0)
+		return errno == ENOENT ? 0 : -errno;
+	d = dir_stream(dir);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		int k;
+
+		if (de->d_name[0] == '.')
+			continue;
+		k = lock_leftover(ctx, session, dir, de->d_name);
+		if (k > 0)
+			n++;
+		else if (k < 0 && r == 0)
+			r = k;
+	}
+	closedir(d);
+	return n > 0 || r == 0 ? n : r;
 }
 
 /* 1 when the directory @fd has no entry, 0 when it has one, or -errno. */
 static int
 dir_is_empty(int fd)
 {
-	DIR *d;
+	DIR *d = dir_stream(fd);
 	struct dirent *de;
-	int r = 1, dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	int r = 1;
 
-	if (dup_fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(dup_fd);
-	if (!d) {
-		close(dup_fd);
-		return -errno;
-	}
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
 			r = 0;
@@ -213,7 +402,8 @@ check_policy(struct clip_session *s, struct session_cage *c, int data, const cha
 int
 session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip_error **reterr)
 {
-	_cleanup_free_ char *copy = strdup(c->data_dir), *copy2 = strdup(c->data_dir);
+	_cleanup_free_ char *copy = strdup(c->data_dir), *copy2 = strdup(c->data_dir),
+			    *copy3 = strdup(c->data_dir);
 	_cleanup_free_ char *level = NULL;
 	_cleanup_close_ int parent = -1, data = -1;
 	uint8_t key[LEVEL_KEY_SIZE];
@@ -222,7 +412,7 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 
 	if (c->data_encryption == CLIP_SESSION_DATA_NONE || c->key_held)
 		return 0;
-	if (!copy || !copy2 || clip_level_format(c->level, &level) < 0)
+	if (!copy || !copy2 || !copy3 || clip_level_format(c->level, &level) < 0)
 		return -ENOMEM;
 	parent = dir_open_walk(dirname(copy), false, "data directory's parent", reterr);
 	if (parent < 0)
@@ -268,7 +458,9 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 	c->key_held = true;
 	c->key_fd = steal_fd(parent);
 	c->key_dev = (uint64_t)st.st_dev;
-	r = check_policy(s, c, data, level, reterr);
+	r = key_record(s, c, dirname(copy3), reterr);
+	if (r == 0)
+		r = check_policy(s, c, data, level, reterr);
 	if (r < 0) {
 		session_crypt_lock(s, c);
 		return r;

@@ -42,6 +42,7 @@
 #define SESSION_SOCKET_NAME "transfer.sock"
 #define SESSION_AGENT_SOCKET "confirm.sock" /* bound into no cage */
 #define SESSION_CONTROL_SOCKET "control.sock"
+#define SESSION_KEYS_DIR "keys" /* keys/DEV-ID: a level's key added, where (session-crypt.c) */
 /* Where it goes in a cage. */
 #define SESSION_CAGE_INBOX "/inbox"
 #define SESSION_CAGE_RUN "/run/clip"
@@ -186,6 +187,12 @@ int session_crypt_unlock(struct clip_session *s, struct session_cage *c,
 			 struct clip_error **reterr);
 /* After @c stopped: its level's key removed when no other cage holds it. Idempotent. */
 void session_crypt_lock(struct clip_session *s, struct session_cage *c);
+/*
+ * The keys recorded in the state directory @state_fd (locked by the
+ * caller) that no runner removed, a killed one's: removed. The number
+ * removed, or -errno.
+ */
+int session_crypt_lock_leftovers(struct clip_ctx *ctx, const char *session, int state_fd);
 void session_secret_free(struct clip_session *s);
 
 /* session-watch.c */
@@ -250,6 +257,13 @@ void session_answer_error(int fd, int r, const char *message);
 /* Record a request that changes the session in the audit trail, with who asked it. */
 void session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const char *req,
 			 int result);
+
+/*
+ * session-run.c: the cage @cage_name (SESSION.CAGE) left registered by a
+ * runner that died, stopped: 1, 0 when none is registered, or -errno.
+ */
+int session_stop_leftover(struct clip_ctx *ctx, const char *session, const char *cage_name,
+			  unsigned grace_ms);
 
 /* session-run.c, for the requests of session-roles.c */
 int session_cage_start(struct clip_session *s, struct session_cage *c, struct clip_error **reterr);

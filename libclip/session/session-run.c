@@ -290,22 +290,25 @@ lsm_wire(struct clip_session *s, struct session_cage *c, int data)
 			    s->name, c->name, strerror(-r));
 }
 
-/* A cage of this session left registered by a runner that died: stopped before ours starts. */
-static void
-stop_leftover(struct clip_session *s, struct session_cage *c, unsigned grace_ms)
+int
+session_stop_leftover(struct clip_ctx *ctx, const char *session, const char *cage_name,
+		      unsigned grace_ms)
 {
 	_cleanup_(clip_error_freep) struct clip_error *e = NULL;
 	struct clip_cage *old = NULL;
+	int r;
 
-	if (clip_cage_attach(&old, s->ctx, c->cage_name, NULL) < 0)
-		return;
-	log_warning(s->ctx,
+	if (clip_cage_attach(&old, ctx, cage_name, NULL) < 0)
+		return 0;
+	log_warning(ctx,
 		    "session '%s': cage %s was left running by a runner that is gone: stopping it",
-		    s->name, c->cage_name);
-	if (clip_cage_stop(old, grace_ms, &e) < 0)
-		log_err(s->ctx, "session '%s': cannot stop the leftover cage %s: %s", s->name,
-			c->cage_name, clip_error_get_message(e));
+		    session, cage_name);
+	r = clip_cage_stop(old, grace_ms, &e);
+	if (r < 0)
+		log_err(ctx, "session '%s': cannot stop the leftover cage %s: %s", session,
+			cage_name, clip_error_get_message(e));
 	clip_cage_unref(old);
+	return r < 0 ? r : 1;
 }
 
 static int
@@ -464,7 +467,8 @@ session_start(struct clip_session *s, unsigned flags, struct clip_error **reterr
 		return error_set_errno(reterr, -errno, "cannot set the mode of %s", state);
 
 	for (size_t i = 0; i < s->n_cages; i++)
-		stop_leftover(s, s->cages[i], SESSION_GRACE_MS);
+		(void)session_stop_leftover(s->ctx, s->name, s->cages[i]->cage_name,
+					    SESSION_GRACE_MS);
 
 	/* The wiring: inbox/CAGE, run/CAGE/transfer.sock, the data directories. */
 	{
@@ -552,9 +556,11 @@ teardown(struct clip_session *s, unsigned grace_ms, bool undo)
 		cage_halt(s, s->cages[i], grace_ms);
 		s->cages[i]->cage = clip_cage_unref(s->cages[i]->cage);
 	}
-	/* Nothing left unlocked, whatever the start reached. */
+	/* Nothing left unlocked, whatever the start reached, nor by a runner before. */
 	for (size_t i = 0; i < s->n_cages; i++)
 		session_crypt_lock(s, s->cages[i]);
+	if (s->state_fd >= 0)
+		(void)session_crypt_lock_leftovers(s->ctx, s->name, s->state_fd);
 	for (size_t i = 0; i < s->n_cages; i++) {
 		struct session_cage *c = s->cages[i];
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -243,43 +244,6 @@ session_up(struct clipctl *c, int argc, char **argv)
 	return 0;
 }
 
-/* What a runner that died left: the session's registered cages, stopped. */
-static int
-down_leftovers(struct clipctl *c, struct clip_ctx *ctx, const char *name)
-{
-	struct clip_error *error = NULL;
-	char **names = NULL;
-	size_t len = strlen(name);
-	int n, stopped = 0, r = 0;
-
-	n = clip_cage_list(ctx, &names, &error);
-	if (n < 0)
-		return fail_error("cage list", n, error);
-	for (int i = 0; i < n; i++) {
-		struct clip_cage *cage = NULL;
-
-		if (strncmp(names[i], name, len) == 0 && names[i][len] == '.' &&
-		    clip_cage_attach(&cage, ctx, names[i], &error) == 0) {
-			if (clip_cage_stop(cage, 2000, &error) < 0)
-				r = fail_error(names[i], -EIO, error);
-			else {
-				say(stdout, "stopped cage %s, left by a runner that is gone",
-				    names[i]);
-				stopped++;
-			}
-			error = NULL;
-			clip_cage_unref(cage);
-		}
-		clip_error_free(error);
-		error = NULL;
-		free(names[i]);
-	}
-	free(names);
-	if (!stopped && r == 0)
-		return fail_error(name, -ESRCH, NULL);
-	return r;
-}
-
 /*
  * The options and the words of `session VERB [--session-dir DIR] NAME`
  * (with @cage, NAME CAGE), and a context: 0, or the exit code once said.
@@ -314,14 +278,17 @@ session_down(struct clipctl *c, int argc, char **argv)
 	r = session_args(c, argc, argv, false, "session ", &o, &ctx);
 	if (r != 0)
 		return r;
-	r = clip_session_control(ctx, argv[optind], o.dir, "stop", NULL, &error);
-	if (r == -ESRCH) {
-		clip_error_free(error);
-		r = down_leftovers(c, ctx, argv[optind]);
-	} else if (r < 0)
+	/* What it stops and locks of a runner that is gone, it says at warning. */
+	if (!c->verbose)
+		clip_ctx_set_log_priority(ctx, LOG_WARNING);
+	r = clip_session_down(ctx, argv[optind], o.dir, &error);
+	if (r < 0)
 		r = fail_error(argv[optind], r, error);
-	else
-		say(stdout, "session %s down", argv[optind]);
+	else {
+		say(stdout, "session %s down%s", argv[optind],
+		    r == 1 ? ": its runner was gone, what it left is stopped and locked" : "");
+		r = 0;
+	}
 	clip_ctx_unref(ctx);
 	return r;
 }

@@ -153,7 +153,8 @@ runner=$(pgrep -f "clipd --session $x/demo.session" | head -1)
 kill -KILL "$runner"
 for i in $(seq 200); do ended "$runner" && break; sleep 0.05; done
 expect 0 "down after the runner was killed stops its cages" -- ctl session down demo
-like "down names the cages it stopped" "$out" 'stopped cage demo\.low'
+like "down says the runner was gone" "$out" 'session demo down: its runner was gone'
+like "down names the cages it stopped" "$err" 'warning: session .demo.: cage demo\.low was left running by a runner that is gone'
 [ -z "$(ctl cage list 2>/dev/null)" ] && ok "nothing registered after the cleanup" || not_ok "nothing registered after the cleanup"
 expect 1 "down of a session that is not up fails" -- ctl session down demo
 like "and says why" "$err" 'demo'

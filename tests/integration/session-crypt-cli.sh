@@ -94,10 +94,30 @@ runner=$(pgrep -f "clipd --session $base/crypt.session" | head -1)
 kill -KILL "$runner"
 gone
 expect 0 "a killed runner leaves the level open (the key is the filesystem's)" -- cat "$mnt/low/plans.txt"
+locked_diag() {
+	tap_diag "$(cat "$base/runner3.log" 2>/dev/null)"
+	for p in /proc/[0-9]*; do grep -qs "$mnt" $p/mountinfo && [ "$(readlink $p/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] && tap_diag "ns holder ${p#/proc/}: $(tr '\0' ' ' <$p/cmdline)"; ls -l $p/fd 2>/dev/null | grep -q "$mnt" && tap_diag "fd holder ${p#/proc/}"; done
+}
+# down alone, no runner: the cages it left stopped, the key it recorded removed.
+expect 0 "down without a runner" -- ctl session down crypt
+like "down says what it did" "$out" "session crypt down: its runner was gone, what it left is stopped and locked"
+like "down names the directory it locked" "$err" "level data under $mnt was left unlocked by a runner that is gone: locked"
+gone
+[ "$(ls -A "$mnt/low")" != plans.txt ] && ok "down alone locked what the killed runner left open" ||
+	{ not_ok "down alone locked what the killed runner left open"; locked_diag; }
+expect 1 "locked: root cannot read it" -- cat "$mnt/low/$(ls -A "$mnt/low")"
+expect 1 "a second down finds nothing left" -- ctl session down crypt
+like "and says so" "$err" "session 'crypt' is not running, and no runner left anything of it"
+# And up then down, as before: the same end.
 expect 0 "up again after the kill" -- ctl session up --log "$base/runner3.log" --secret-fd 3 "$base/crypt.session" 3<"$base/right"
+expect 0 "the data is back once more" -- cat "$mnt/low/plans.txt"
+runner=$(pgrep -f "clipd --session $base/crypt.session" | head -1)
+kill -KILL "$runner"
+gone
+expect 0 "up after a second kill" -- ctl session up --log "$base/runner3.log" --secret-fd 3 "$base/crypt.session" 3<"$base/right"
 expect 0 "and down" -- ctl session down crypt
 gone
 [ "$(ls -A "$mnt/low")" != plans.txt ] && ok "up and down locked what the killed runner left open" ||
-	{ not_ok "up and down locked what the killed runner left open"; tap_diag "$(cat "$base/runner3.log")"; for p in /proc/[0-9]*; do grep -qs "$mnt" $p/mountinfo && [ "$(readlink $p/ns/mnt)" != "$(readlink /proc/self/ns/mnt)" ] && tap_diag "ns holder ${p#/proc/}: $(tr '\0' ' ' <$p/cmdline)"; ls -l $p/fd 2>/dev/null | grep -q "$mnt" && tap_diag "fd holder ${p#/proc/}"; done; }
+	{ not_ok "up and down locked what the killed runner left open"; locked_diag; }
 
 tap_plan_end
