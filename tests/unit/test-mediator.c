@@ -1396,3 +1396,89 @@ Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered, .timeou
 	cr_assert_eq(allowed, 0, "a decision to allow is in the trail");
 	test_world_teardown(&w);
 }
+
+/*
+ * A refusal over the rate writes its 'limited' record: on disk before the
+ * answer leaves. Two requests are queued at once, the burst is one: the
+ * first served is delivered, the other refused, within the second.
+ */
+Test(mediator, an_answer_over_the_rate_waits_for_the_sync_of_its_record)
+{
+	struct clip_mediator_opts opts = {
+		.size = sizeof(opts), .confirm_timeout_ms = 60000, .rate_per_s = 1, .rate_burst = 1
+	};
+	struct clip_transfer *t[2];
+	struct test_world w;
+	struct stat st;
+	unsigned done = 0, delivered = 0, refused = 0;
+
+	world_setup_opts(&w, "low high allow\n", opts);
+	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
+	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	for (int i = 0; i < 2; i++) {
+		int src = test_file(w.dir, "source", "a small document");
+
+		t[i] = start(&w, 0, "high", src, i ? "second.txt" : "first.txt");
+		close(src);
+	}
+	order.on = true;
+	while (done < 2) {
+		struct pollfd p = { .fd = clip_mediator_get_fd(w.m), .events = POLLIN };
+
+		test_world_pump(&w);
+		order.on = false;
+		done = 0;
+		for (int i = 0; i < 2; i++)
+			done += clip_transfer_dispatch(t[i], NULL) != 0;
+		order.on = true;
+		if (done < 2)
+			cr_assert_geq(poll(&p, 1, 5000), 0);
+	}
+	order.on = false;
+	for (int i = 0; i < 2; i++) {
+		if (clip_transfer_get_status(t[i]) == CLIP_TRANSFER_DELIVERED)
+			delivered++;
+		else {
+			refused++;
+			cr_assert_eq(clip_transfer_get_status(t[i]), CLIP_TRANSFER_FAILED);
+			assert_errno(clip_transfer_get_error(t[i]), -EAGAIN);
+			cr_assert(strstr(clip_transfer_get_message(t[i]),
+					 "over the rate limit of cage 'low'"),
+				  "%s", clip_transfer_get_message(t[i]));
+		}
+		clip_transfer_unref(t[i]);
+	}
+	cr_assert_eq(delivered, 1);
+	cr_assert_eq(refused, 1);
+	cr_assert_eq(order.records, 3, "a request, a decision and a 'limited': %u", order.records);
+	cr_assert_eq(order.answers, 2, "%u answers", order.answers);
+	cr_assert_eq(order.early, 0, "the refusal left before its record was synced");
+	test_world_teardown(&w);
+}
+
+/* A report (PROTO_REPORT) gets no answer: its record asks for its own sync, at once. */
+Test(mediator, a_reports_record_is_synced_without_another_transfer)
+{
+	struct pollfd p = { .events = POLLIN };
+	struct test_world w;
+	struct stat st;
+
+	world_setup(&w, "low high allow\n", 60000);
+	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
+	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	cr_assert_eq(clip_transfer_report(w.sock[0], CLIP_TRANSFER_REPORT_EXEC_REFUSED,
+					  "/data/x.py", EACCES, "mounted noexec", NULL),
+		     0);
+	p.fd = clip_mediator_get_fd(w.m);
+	order.on = true;
+	/* Until the record is written, then until it is synced: 5 s each at most. */
+	while (order.records == 0 && poll(&p, 1, 5000) > 0)
+		test_world_pump(&w);
+	cr_assert_eq(order.records, 1, "the report was not recorded");
+	while (order.audit_dirty && poll(&p, 1, 5000) > 0)
+		test_world_pump(&w);
+	order.on = false;
+	cr_assert_not(order.audit_dirty, "the report's record was left unsynced");
+	cr_assert_geq(order.datasyncs, 1);
+	test_world_teardown(&w);
+}
