@@ -3,6 +3,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "base/util.h"
 #include "helpers.h"
+#include "transfer/transfer-internal.h"
 
 struct log_fixture {
 	char *dir;
@@ -498,5 +500,42 @@ Test(audit, a_record_cut_by_a_failed_sync_never_reaches_syslog)
 	cr_assert_lt(strstr(sys.sent, "name=docC "), strstr(sys.sent, "s1 count=2 "), "sent:\n%s",
 		     sys.sent);
 	clip_audit_unref(a);
+	log_teardown(&f);
+}
+
+/*
+ * A batch written and not synced yet (as the mediator's group commit
+ * leaves it between two flushes): the export syncs and signs it first, so
+ * that the signature it ships covers every record it ships.
+ */
+Test(audit, the_export_covers_the_records_not_synced_yet)
+{
+	struct clip_audit_entry e = { .size = sizeof(e),
+				      .event = "request",
+				      .source = "low",
+				      .target = "high",
+				      .name = "deferred" };
+	struct log_fixture f;
+	struct clip_audit *a = NULL;
+	struct clip_error *err = NULL;
+	char *pem = NULL;
+	uint64_t n = 0;
+	unsigned seen = 0;
+	int fd = memfd_create("trail", MFD_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	log_setup(&f, 2);
+	cr_assert_eq(clip_audit_get_public_key(f.ctx, &pem, NULL), 0);
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	cr_assert_eq(audit_append_deferred(a, &e, NULL), 0);
+	cr_assert_eq(clip_audit_export(a, fd, NULL), 0);
+	cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+	cr_assert_eq(clip_audit_verify_public(fd, pem, count_record, &seen, &n, &err), 0, "%s",
+		     err ? clip_error_get_message(err) : "");
+	cr_assert_eq(n, 3, "the signed records: %" PRIu64, n);
+	cr_assert_eq(seen, 3);
+	clip_audit_unref(a);
+	close(fd);
+	free(pem);
 	log_teardown(&f);
 }
