@@ -2338,3 +2338,66 @@ Test(cage_life, measure_without_a_tpm_refuses_the_start)
 	free(dir);
 }
 #endif
+
+/*
+ * NAME.spawned, the registry's list of the processes spawned into a
+ * registered cage (whose Landlock denials are the cage's): a new
+ * registration starts with none, whatever a stale list held; and only the
+ * registered cage's object writes in it, not another cage of the same
+ * name that is not registered (a process of its own would be credited to
+ * the registered one).
+ */
+Test(cage_life, only_the_registered_cage_notes_its_spawned_pids_and_afresh)
+{
+	char *dir = test_tmpdir("tmpfs"), path[700];
+	struct clip_cage_profile *p = parse_ok("[Cage]\nName=noted\n");
+	struct clip_ctx *ctx = test_ctx(dir);
+	struct clip_cage *c = NULL, *other = NULL;
+	struct clip_error *e = NULL;
+	uint32_t me = (uint32_t)getpid();
+	int fd, pidfd, status = -1;
+	pid_t pid;
+
+	if (!userns_available())
+		cr_skip_test("no user namespaces");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	/* A stale list that names this process. */
+	snprintf(path, sizeof(path), "%s/cages", dir);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/cages/noted.spawned", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pwrite(fd, &me, sizeof(me), (off_t)(me % 256) * 4), (ssize_t)sizeof(me));
+	close(fd);
+	cr_assert_eq(clip_cage_new(&c, ctx, p, NULL), 0);
+	cr_assert_eq(clip_cage_start(c, CLIP_CAGE_START_REGISTER, &e), 0, "start: %s",
+		     clip_error_get_message(e));
+	cr_assert(access(path, F_OK) < 0 && errno == ENOENT, "the stale %s is left", path);
+	cr_assert_not(cage_registry_spawned(c, getpid()), "a stale pid is credited to the cage");
+	/* The registered cage's own process is noted. */
+	pidfd = spawn(c, "exit 0");
+	pid = pidfd_pid(pidfd);
+	cr_assert(cage_registry_spawned(c, pid), "pid %d, spawned into the cage, is not noted",
+		  (int)pid);
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	close(pidfd);
+	/* Another cage of the name, not registered: its process is not the registered one's. */
+	cr_assert_eq(clip_cage_new(&other, ctx, p, NULL), 0);
+	cr_assert_eq(clip_cage_start(other, 0, &e), 0, "start: %s", clip_error_get_message(e));
+	pidfd = spawn(other, "exit 0");
+	pid = pidfd_pid(pidfd);
+	cr_assert_not(cage_registry_spawned(c, pid),
+		      "pid %d, spawned into an unregistered cage of the name, is credited to the "
+		      "registered one",
+		      (int)pid);
+	cr_assert_eq(clip_cage_wait_process(other, pidfd, &status), 0);
+	close(pidfd);
+	cr_assert_eq(clip_cage_stop(other, 0, NULL), 0);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(other);
+	clip_cage_unref(c);
+	clip_cage_profile_unref(p);
+	clip_ctx_unref(ctx);
+	free(dir);
+}
