@@ -659,6 +659,46 @@ Test(feed, a_report_that_is_not_one_is_refused)
 		     -ENOENT);
 }
 
+/*
+ * One way, never blocking: a mediator that does not accept (its loop busy)
+ * and whose listen backlog is full gets no report, and its cage is told so
+ * at once (-EAGAIN) instead of waiting. Once the mediator has read what
+ * was queued, a report goes again.
+ */
+Test(feed, a_report_to_a_mediator_whose_backlog_is_full_is_refused_at_once, .timeout = 60)
+{
+	struct report_count c = { 0 };
+	struct clip_error *e = NULL;
+	struct test_world w;
+	int r = 0, sent = 0;
+
+	world_setup(&w, 30000);
+	/* The mediator is not dispatched: nothing accepts. Its backlog is 64 (test_listen_at()). */
+	while (sent < 1000) {
+		r = clip_transfer_report(w.sock[0], CLIP_TRANSFER_REPORT_EXEC_REFUSED, "/x", EACCES,
+					 NULL, &e);
+		if (r < 0)
+			break;
+		sent++;
+	}
+	assert_errno(r, -EAGAIN);
+	cr_assert(strstr(clip_error_get_message(e), w.sock[0]), "names the socket: %s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	cr_assert_geq(sent, 64, "refused after %d reports, before the backlog was full", sent);
+	cr_assert_leq(sent, 66, "%d reports queued in a backlog of 64", sent);
+	/* The mediator reads what was queued; a report goes again. */
+	settle_reports(&w);
+	cr_assert_eq(clip_transfer_report(w.sock[0], CLIP_TRANSFER_REPORT_EXEC_REFUSED, "/y",
+					  EACCES, NULL, NULL),
+		     0);
+	settle_reports(&w);
+	cr_assert_eq(clip_audit_verify(w.ctx, w.dfd, "audit.log", count_reports, &c, NULL, NULL),
+		     0);
+	cr_assert_geq(c.reports, 1, "the queued reports were read");
+	test_world_teardown(&w);
+}
+
 Test(feed, a_hand_made_report_of_an_unknown_kind_closes_the_connection_and_is_audited)
 {
 	struct proto_msg m = { .type = PROTO_REPORT, .fd = -1 };
