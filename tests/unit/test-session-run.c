@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1236,5 +1237,74 @@ Test(session_run, misuse_is_refused)
 	cr_assert_null(clip_session_get_cage(w.s, "nosuch"));
 	assert_errno(clip_session_control(w.ctx, "Bad!", w.state, "status", NULL, NULL), -EINVAL);
 	assert_errno(clip_session_control(w.ctx, "t", "relative", "status", NULL, NULL), -EINVAL);
+	world_free(&w);
+}
+
+/* @name in @dir, holding @text. */
+static void
+put_file(const char *dir, const char *name, const char *text)
+{
+	close(test_file(dir, name, text));
+}
+
+/*
+ * A cage made anew after a reload (its profile changed) is a new cage with
+ * a new id for the BPF LSM: its transfer socket is marked with that id,
+ * or its processes could no longer reach their own socket. The LSM's maps
+ * alone are pinned (as above): what user space tells the LSM is read back.
+ */
+Test(session_run, a_cage_made_anew_after_a_reload_keeps_its_transfer_socket_for_the_lsm)
+{
+	struct world w = { 0 };
+	struct clip_error *e = NULL;
+	struct lsm_task before, after;
+	uint64_t id = 0;
+	char path[700];
+	int r;
+
+	if (!test_is_root())
+		cr_skip_test("not root: no bpffs of its own, no BPF maps");
+	if (under_valgrind())
+		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
+	cr_assert_eq(test_unshare_mount(), 0);
+	cr_assert_eq(mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"), 0, "%s", strerror(errno));
+	r = lsm_test_pin_maps();
+	if (r == -EOPNOTSUPP)
+		cr_skip_test("built without the BPF LSM (-Dlsm=disabled)");
+	cr_assert_eq(r, 0, "%s", strerror(-r));
+	/* A session of one cage, loaded from its file: what a reload reads again. */
+	w.dir = test_tmpdir("tmpfs");
+	snprintf(path, sizeof(path), "%s/ctx", w.dir);
+	w.ctx = test_ctx(path);
+	snprintf(w.state, sizeof(w.state), "%s/session", w.dir);
+	snprintf(path, sizeof(path),
+		 "[Session]\nName=t\nStateDirectory=%s\n\n[Cage]\nName=low\nLevel=s0\n"
+		 "Profile=low.cage\nDataDirectory=data/low\nDataEncryption=none\n",
+		 w.state);
+	put_file(w.dir, "t.session", path);
+	put_file(w.dir, "low.cage", "[Cage]\nName=low\n");
+	snprintf(path, sizeof(path), "%s/t.session", w.dir);
+	cr_assert_eq(clip_session_load(&w.s, w.ctx, path, &e), 0, "%s",
+		     e ? clip_error_get_message(e) : "");
+	if (!live_session)
+		atexit(drop_live_session);
+	live_session = w.s;
+	world_start(&w);
+	cr_assert_eq(lsm_test_task(clip_cage_get_fd(clip_session_get_cage(w.s, "low")), &before),
+		     0);
+	cr_assert_eq(lsm_test_socket(clip_session_get_socket_fd(w.s, "low"), &id), 0);
+	cr_assert_eq(id, before.cage_id, "the socket is not the cage's before the reload");
+	/* A new profile, reloaded; the restart makes the cage anew from it. */
+	put_file(w.dir, "low.cage", "[Cage]\nName=low\n\n[Files]\nTemporaryFileSystem=/var/tmp\n");
+	cr_assert_eq(pump_child(&w, control_child(&w, "reload", 0, false)), 0);
+	cr_assert_eq(pump_child(&w, control_child(&w, "restart low", 0, false)), 0);
+	cr_assert_eq(lsm_test_task(clip_cage_get_fd(clip_session_get_cage(w.s, "low")), &after), 0);
+	cr_assert_neq(after.cage_id, before.cage_id, "the cage was not made anew");
+	cr_assert_eq(lsm_test_socket(clip_session_get_socket_fd(w.s, "low"), &id), 0);
+	cr_assert_eq(id, after.cage_id,
+		     "the transfer socket is still the old cage's (%" PRIx64 "), not the new "
+		     "one's (%" PRIx64 ")",
+		     id, after.cage_id);
+	cr_assert_eq(clip_lsm_unload(w.ctx, NULL), 0);
 	world_free(&w);
 }
