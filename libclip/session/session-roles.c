@@ -229,14 +229,15 @@ void
 session_roles_close(struct clip_session *s, int fds[SESSION_ROLES])
 {
 	for (int role = 0; role < SESSION_ROLES; role++) {
-		if (fds[role] < 0)
-			continue;
-		close(fds[role]);
-		fds[role] = -1;
-		if (s->state_fd >= 0) {
-			(void)unlinkat(s->state_fd, role_sockets[role], 0);
-			(void)unlinkat(s->state_fd, role_dirs[role], AT_REMOVEDIR);
+		if (fds[role] >= 0) {
+			close(fds[role]);
+			fds[role] = -1;
+			if (s->state_fd >= 0)
+				(void)unlinkat(s->state_fd, role_sockets[role], 0);
 		}
+		/* Its directory, also when a start failed after making it (removed if empty). */
+		if (s->role_set[role] && s->state_fd >= 0)
+			(void)unlinkat(s->state_fd, role_dirs[role], AT_REMOVEDIR);
 	}
 }
 
