@@ -1308,3 +1308,79 @@ Test(session_run, a_cage_made_anew_after_a_reload_keeps_its_transfer_socket_for_
 	cr_assert_eq(clip_lsm_unload(w.ctx, NULL), 0);
 	world_free(&w);
 }
+
+/* A directory's name: listen() on a socket bound in a directory of that name fails. */
+static const char *listen_fails_in;
+
+/*
+ * listen(), in place of libc's for the library's objects in this program:
+ * with listen_fails_in set, a socket bound (through /proc/self/fd/N/NAME,
+ * as session_listen_at() binds) in a directory of that name is refused.
+ */
+int
+listen(int fd, int backlog)
+{
+	struct sockaddr_un sa = { 0 };
+	socklen_t len = sizeof(sa);
+	char dir[sizeof(sa.sun_path)], target[4096], *slash;
+	ssize_t n;
+
+	if (listen_fails_in && getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
+		snprintf(dir, sizeof(dir), "%s", sa.sun_path);
+		slash = strrchr(dir, '/');
+		if (slash)
+			*slash = '\0';
+		n = readlink(dir, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = '\0';
+			slash = strrchr(target, '/');
+			if (slash && strcmp(slash + 1, listen_fails_in) == 0) {
+				errno = EACCES; /* as an LSM refusing it */
+				return -1;
+			}
+		}
+	}
+	return (int)syscall(SYS_listen, fd, backlog);
+}
+
+/*
+ * A role's socket (STATE/admin/control.sock, STATE/audit/control.sock)
+ * that cannot listen: the start fails, naming it, and leaves nothing it
+ * made, the role's directory and the state directory included; the
+ * session then starts.
+ */
+Test(session_run, a_role_socket_that_cannot_listen_fails_the_start_and_leaves_no_directory)
+{
+	static const char *const roles[] = { "admin", "audit" };
+	struct world w;
+
+	if (!test_is_root())
+		cr_skip_test("not root: the roles' sockets are a root runner's");
+	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
+	cr_assert_eq(clip_session_set_role_group(w.s, CLIP_SESSION_ROLE_ADMIN, 64201, NULL), 0);
+	cr_assert_eq(clip_session_set_role_group(w.s, CLIP_SESSION_ROLE_AUDIT, 64202, NULL), 0);
+	/* The admin's first (none made yet), then the auditors' (the admin's made). */
+	for (size_t i = 0; i < 2; i++) {
+		struct clip_error *e = NULL;
+		char want[700];
+		int r;
+
+		listen_fails_in = roles[i];
+		r = clip_session_start(w.s, 0, &e);
+		listen_fails_in = NULL;
+		cr_assert_eq(r, -EACCES, "%d %s", r, clip_error_get_message(e));
+		snprintf(want, sizeof(want), "cannot listen on %s/%s/control.sock", w.state,
+			 roles[i]);
+		cr_assert(strstr(clip_error_get_message(e), want), "'%s' lacks '%s'",
+			  clip_error_get_message(e), want);
+		clip_error_free(e);
+		cr_assert_not(exists(w.state, "admin"), "%s: STATE/admin is left", roles[i]);
+		cr_assert_not(exists(w.state, "audit"), "%s: STATE/audit is left", roles[i]);
+		cr_assert(access(w.state, F_OK) < 0 && errno == ENOENT,
+			  "%s: the state directory %s is left", roles[i], w.state);
+		assert_errno(clip_session_get_fd(w.s), -ECHILD);
+	}
+	world_start(&w);
+	cr_assert(exists(w.state, "admin/control.sock") && exists(w.state, "audit/control.sock"));
+	world_free(&w);
+}
