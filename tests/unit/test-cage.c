@@ -15,8 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <syslog.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -2179,6 +2181,8 @@ capture_denial(struct clip_cage *cage, const char *what, void *userdata)
 
 /* The kernel's audit as it was before a test turned it on (-1: untouched). */
 static int audit_was = -1;
+/* This program's file, locked while a test has the audit on: its tests run in parallel. */
+static int audit_lock = -1;
 
 static void
 audit_restore(void)
@@ -2186,6 +2190,9 @@ audit_restore(void)
 	if (audit_was >= 0)
 		(void)test_audit_set(audit_was);
 	audit_was = -1;
+	if (audit_lock >= 0)
+		close(audit_lock);
+	audit_lock = -1;
 }
 
 /* Landlock's denials to read: ABI 7, and the kernel's audit on (turned on for the test). */
@@ -2198,6 +2205,8 @@ audit_on_or_skip(void)
 		cr_skip_test("Landlock before ABI 7 logs no denial");
 	if (!test_is_root())
 		cr_skip_test("only the host's root reads the kernel's audit");
+	audit_lock = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	cr_assert(audit_lock >= 0 && flock(audit_lock, LOCK_EX) == 0, "%s", strerror(errno));
 	r = test_audit_set(1);
 	cr_assert_geq(r, 0, "the host's root turns the kernel's audit on: %s", strerror(-r));
 	audit_was = r;
@@ -2400,4 +2409,64 @@ Test(cage_life, only_the_registered_cage_notes_its_spawned_pids_and_afresh)
 	clip_cage_profile_unref(p);
 	clip_ctx_unref(ctx);
 	free(dir);
+}
+
+static void
+capture_not_read(struct clip_ctx *ctx, int priority, const char *message, void *userdata)
+{
+	struct refused_log *l = userdata;
+
+	(void)ctx;
+	(void)priority;
+	if (strstr(message, " were not read ")) {
+		l->seen = true;
+		snprintf(l->line, sizeof(l->line), "%s", message);
+	}
+}
+
+/*
+ * The audit socket a cage reads its Landlock denials from, not read while
+ * the cage makes many (its buffer shrunk to the least, so that a few
+ * records fill it): the kernel drops the rest, and the next read says so
+ * in the log ("were not read (the audit socket overflowed)") instead of
+ * passing over the loss.
+ */
+Test(cage_life, an_audit_socket_not_read_says_that_denials_were_lost, .fini = audit_restore)
+{
+	struct refused_log l = { 0 };
+	struct clip_ctx *ctx = NULL;
+	struct clip_cage *c;
+	struct pollfd p = { .events = POLLIN };
+	long long deadline;
+	int pidfd, status = -1, one = 1;
+
+	audit_on_or_skip();
+	c = started(&ctx, H);
+	cr_assert_eq(clip_ctx_set_log_fn(ctx, capture_not_read, &l), 0);
+	p.fd = clip_cage_get_denial_fd(c);
+	cr_assert_geq(p.fd, 0, "%s", strerror(-p.fd));
+	cr_assert_eq(setsockopt(p.fd, SOL_SOCKET, SO_RCVBUFFORCE, &one, sizeof(one)), 0, "%s",
+		     strerror(errno));
+	/* 100 connections refused (ABI 4), nobody reading. */
+	pidfd = spawn(c, "bash -c 'for i in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/9); "
+			 "done' 2>/dev/null; exit 0");
+	cr_assert_eq(clip_cage_wait_process(c, pidfd, &status), 0);
+	close(pidfd);
+	cr_assert_eq(status, 0);
+	/* The kernel's audit thread delivers them after: until the socket reports its overrun. */
+	for (deadline = now_ms() + 5000; now_ms() < deadline;) {
+		cr_assert_geq(poll(&p, 1, 100), 0);
+		if (p.revents & POLLERR)
+			break;
+		usleep(10000); /* POLLIN is set long before: poll() would not wait */
+	}
+	cr_assert(p.revents & POLLERR, "the audit socket did not overflow");
+	(void)clip_cage_read_denials(c);
+	cr_assert(l.seen, "the loss is not logged");
+	cr_assert(strstr(l.line, "cage a: some of its Landlock denials were not read (the audit "
+				 "socket overflowed)"),
+		  "%s", l.line);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+	clip_ctx_unref(ctx);
 }
