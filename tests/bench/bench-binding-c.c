@@ -23,15 +23,6 @@
 
 #include "bench.h"
 
-static double
-cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 struct op {
 	struct clip_ctx *ctx;
 	struct clip_level *a, *b;
@@ -106,7 +97,7 @@ main(int argc, char **argv)
 			return 1;
 		}
 	start = now();
-	cpu0 = cpu_now();
+	cpu0 = cpu_self_seconds();
 	end = start + (double)ms / 1000.0;
 	/* Batches of 64, as bench_rate(): the clock stays out of the figure. */
 	do {
@@ -118,7 +109,7 @@ main(int argc, char **argv)
 		n += 64;
 		t = now();
 	} while (t < end);
-	printf("ops=%ld wall=%.6f cpu=%.6f\n", n, t - start, cpu_now() - cpu0);
+	printf("ops=%ld wall=%.6f cpu=%.6f\n", n, t - start, cpu_self_seconds() - cpu0);
 	if (o.fd >= 0)
 		close(o.fd);
 	clip_level_unref(o.a);

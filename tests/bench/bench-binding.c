@@ -42,22 +42,13 @@ do_verify(void *p)
 	return clip_label_verify(d->ctx, d->fd, CLIP_LABEL_ROOTLESS, NULL);
 }
 
-static double
-cpu_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void
 measure(const struct bench *b, long duration_ms)
 {
-	double w0 = now(), c0 = cpu_now();
+	double w0 = now(), c0 = cpu_self_seconds();
 	double rate = bench_rate(b, 1, duration_ms);
 
-	printf("%s %.1f %.6f %.6f\n", b->name, rate, now() - w0, cpu_now() - c0);
+	printf("%s %.1f %.6f %.6f\n", b->name, rate, now() - w0, cpu_self_seconds() - c0);
 }
 
 int

@@ -38,22 +38,12 @@
 #define ROUNDS_MAX 256
 #define GOAL_US 50.0
 
-static double
-cpu_now(void)
-{
-	struct rusage u;
-
-	getrusage(RUSAGE_SELF, &u);
-	return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-	       (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 /* µs of wall and CPU time per build of the ruleset under @abi, or per audit join (@abi 0) or
  * audit check (@abi -1). */
 static int
 batch(const struct clip_cage_profile *p, int abi, int iterations, double *wall, double *cpu)
 {
-	double t0 = now(), c0 = cpu_now();
+	double t0 = now(), c0 = cpu_self_seconds();
 
 	for (int i = 0; i < iterations; i++) {
 		struct cage_audit a = { .fd = -1 };
@@ -77,7 +67,7 @@ batch(const struct clip_cage_profile *p, int abi, int iterations, double *wall, 
 		close(fd);
 	}
 	*wall = (now() - t0) * 1e6 / iterations;
-	*cpu = (cpu_now() - c0) * 1e6 / iterations;
+	*cpu = (cpu_self_seconds() - c0) * 1e6 / iterations;
 	return 0;
 }
 
@@ -88,15 +78,6 @@ spread(double *v, int n, double *med, double *q1, double *q3)
 	*med = median(v, n);
 	*q1 = v[n / 4];
 	*q3 = v[3 * n / 4];
-}
-
-static void
-loadavg(const char *when)
-{
-	double l[3];
-
-	if (getloadavg(l, 3) == 3)
-		printf("# load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
 }
 
 int
@@ -142,7 +123,7 @@ main(int argc, char **argv)
 	       "audit group joined (C) and its state asked (D, off the start's path) for ABI 7; "
 	       "%d rounds of %d\n",
 	       abi, rounds, iterations);
-	loadavg("before");
+	load_line("before");
 	for (int r = 0; r < rounds; r++) {
 		/* A B C D, then B C D A, and so on. */
 		for (int k = 0; k < 4; k++) {
@@ -158,7 +139,7 @@ main(int argc, char **argv)
 		cost[r] = diff[r] + wall[2][r];
 		cpu_cost[r] = cpu[0][r] - cpu[1][r] + cpu[2][r];
 	}
-	loadavg("after");
+	load_line("after");
 	{
 		double d, dq1, dq3, c, cq1, cq3, cc, ccq1, ccq3;
 

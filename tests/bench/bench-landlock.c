@@ -93,15 +93,6 @@ batch(struct clip_ctx *ctx, struct clip_cage_profile *p, bool abi3, double *wall
 	return 0;
 }
 
-static void
-loadavg(const char *when)
-{
-	double l[3];
-
-	if (getloadavg(l, 3) == 3)
-		printf("# load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -132,7 +123,7 @@ main(int argc, char **argv)
 	    clip_cage_profile_add_port(p, CLIP_CAGE_PORT_CONNECT, 443, NULL) < 0)
 		return 1;
 
-	loadavg("before");
+	load_line("before");
 	for (int r = 0; r < rounds; r++)
 		/* A then B, B then A: neither always runs first. */
 		for (int k = 0; k < 2; k++) {
@@ -141,7 +132,7 @@ main(int argc, char **argv)
 			if (batch(ctx, p, arm == 1, &wall[arm][r], &cpu[arm][r], &missing[arm]) < 0)
 				return 1;
 		}
-	loadavg("after");
+	load_line("after");
 	for (int r = 0; r < rounds; r++) {
 		ratio[r] = wall[0][r] / wall[1][r];
 		diff[r] = wall[0][r] - wall[1][r];

@@ -59,6 +59,16 @@ cpu_seconds(void)
 		       1e6;
 }
 
+/* CPU seconds, user and system, of this process alone (its children left out). */
+static inline double
+cpu_self_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* The 1-minute load average, or -1. */
 static inline double
 load_now(void)
@@ -72,6 +82,16 @@ load_now(void)
 		fclose(f);
 	}
 	return l;
+}
+
+/* A "# load average WHEN: 1 5 15" line, or nothing when the kernel has none. */
+static inline void
+load_line(const char *when)
+{
+	double l[3];
+
+	if (getloadavg(l, 3) == 3)
+		printf("# load average %s: %.2f %.2f %.2f\n", when, l[0], l[1], l[2]);
 }
 
 /* The median, lowest and highest of @n values (sorts a copy). */
@@ -113,39 +133,16 @@ struct bench {
 };
 
 /*
- * Operations per second: the median over @runs runs of @duration_ms each,
- * calling in batches of 64 so that reading the clock stays out of the
- * figure. An unexpected failure ends the program: a figure for an
- * operation that did not happen would be a lie.
+ * One run of @b for @duration_ms: operations per second, and CPU seconds per
+ * operation in *@cpu_per_op unless NULL. Calls come in batches of 64 so that
+ * reading the clock stays out of the figure. An unexpected failure ends the
+ * program: a figure for an operation that did not happen would be a lie.
  */
-static inline double
-bench_rate(const struct bench *b, int runs, long duration_ms)
-{
-	double rates[64];
-
-	for (int r = 0; r < runs && r < 64; r++) {
-		double start = now(), end = start + (double)duration_ms / 1000.0, t;
-		long n = 0;
-
-		do {
-			for (int i = 0; i < 64; i++)
-				if (b->fn(b->data) < 0 && !b->may_fail) {
-					fprintf(stderr, "bench: %s failed\n", b->name);
-					exit(1);
-				}
-			n += 64;
-			t = now();
-		} while (t < end);
-		rates[r] = (double)n / (t - start);
-	}
-	return median(rates, runs < 64 ? runs : 64);
-}
-
-/* One run of @b for @duration_ms: operations per second, and CPU seconds per operation. */
 static inline double
 bench_rate_once(const struct bench *b, long duration_ms, double *cpu_per_op)
 {
-	double start = now(), cpu = cpu_seconds(), end = start + (double)duration_ms / 1000.0, t;
+	double start = now(), cpu = cpu_per_op ? cpu_seconds() : 0,
+	       end = start + (double)duration_ms / 1000.0, t;
 	long n = 0;
 
 	do {
@@ -160,6 +157,18 @@ bench_rate_once(const struct bench *b, long duration_ms, double *cpu_per_op)
 	if (cpu_per_op)
 		*cpu_per_op = (cpu_seconds() - cpu) / (double)n;
 	return (double)n / (t - start);
+}
+
+/* Operations per second: the median over @runs runs (64 at most) of @duration_ms each. */
+static inline double
+bench_rate(const struct bench *b, int runs, long duration_ms)
+{
+	double rates[64];
+	int n = runs < 64 ? runs : 64;
+
+	for (int r = 0; r < n; r++)
+		rates[r] = bench_rate_once(b, duration_ms, NULL);
+	return median(rates, n);
 }
 
 /* @ours beside @peer, measured round by round in alternation. */
