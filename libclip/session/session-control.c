@@ -606,6 +606,18 @@ status_parse(char *untrusted_text, struct clip_session_status **ret)
 	return 0;
 }
 
+int
+session_client_check(struct clip_ctx *ctx, const char *session, const char *state_dir,
+		     const char *func, struct clip_error **reterr)
+{
+	ctx_assert_return_error(ctx, reterr);
+	session_assert_arg(session && session_name_valid(session), reterr, "%s: bad session name",
+			   func);
+	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
+			   "%s: the state directory is not absolute", func);
+	return 0;
+}
+
 /* Connect to the control socket of @session (in @state_dir, or the context's default) through
  * the directory's fd: the fd, or -errno with a message. */
 int
@@ -693,14 +705,12 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 	int r;
 
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	session_assert_arg(session && untrusted_name_valid(session), reterr, "%s: bad session name",
-			   __func__);
+	r = session_client_check(ctx, session, state_dir, __func__, reterr);
+	if (r < 0)
+		return r;
 	session_assert_arg(request && *request && strlen(request) <= CONTROL_REQUEST_MAX, reterr,
 			   "%s: the request is NULL, empty or longer than %d bytes", __func__,
 			   CONTROL_REQUEST_MAX);
-	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
-			   "%s: the state directory is not absolute", __func__);
 	session_assert_arg(!ret_status || strcmp(request, "status") == 0, reterr,
 			   "%s: a status comes only from \"status\"", __func__);
 	fd = session_control_connect(ctx, session, state_dir, reterr);

@@ -212,6 +212,11 @@ void session_feed_close(struct clip_session *s);
 /* A control connection asked "watch": it becomes a watcher (takes @fd), or is refused. */
 void session_watch_add(struct clip_session *s, int fd);
 /* session-control.c, for the watch client */
+/* The arguments every client of the control socket takes: @ctx (of this process), @session
+ * a session's name, @state_dir NULL or absolute. 0, or -EINVAL (-ECHILD) with a message that
+ * names @func (the exported function) and the argument. */
+int session_client_check(struct clip_ctx *ctx, const char *session, const char *state_dir,
+			 const char *func, struct clip_error **reterr);
 int session_control_connect(struct clip_ctx *ctx, const char *session, const char *state_dir,
 			    struct clip_error **reterr);
 int session_answer_error_parse(const char *session, char *untrusted_text,

@@ -181,11 +181,9 @@ clip_session_watch(struct clip_ctx *ctx, const char *session, const char *state_
 	int r;
 
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	session_assert_arg(session && session_name_valid(session), reterr, "%s: bad session name",
-			   __func__);
-	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
-			   "%s: the state directory is not absolute", __func__);
+	r = session_client_check(ctx, session, state_dir, __func__, reterr);
+	if (r < 0)
+		return r;
 	session_assert_arg(ret_fd, reterr, "%s: ret_fd is NULL", __func__);
 	fd = session_control_connect(ctx, session, state_dir, reterr);
 	if (fd < 0)
