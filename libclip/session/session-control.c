@@ -528,20 +528,6 @@ split(char *line, char **fields, int max)
 	}
 }
 
-static bool
-untrusted_name_valid(const char *name)
-{
-	size_t n = strlen(name);
-
-	if (n == 0 || n > CLIP_SESSION_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') ||
-		      (i > 0 && (name[i] == '_' || name[i] == '-'))))
-			return false;
-	return true;
-}
-
 /* The status lines after "ok\n", as the runner sent them; every field checked. */
 static int
 status_parse(char *untrusted_text, struct clip_session_status **ret)
@@ -584,7 +570,7 @@ status_parse(char *untrusted_text, struct clip_session_status **ret)
 					 : -EPROTO;
 			clip_level_unref(level);
 			if (strcmp(f[0], "cage") != 0 || st->n_cages == CLIP_SESSION_CAGES_MAX ||
-			    !untrusted_name_valid(f[1]) ||
+			    !session_name_valid(f[1]) ||
 			    untrusted_uint(f[2], CLIP_CAGE_STOPPED, &state) < 0 ||
 			    (state != CLIP_CAGE_RUNNING && state != CLIP_CAGE_STOPPED) ||
 			    parsed < 0 || untrusted_uint(f[4], CONTROL_PIDS_MAX, &c->pids) < 0 ||
