@@ -80,13 +80,16 @@ current_cage(void)
 	return bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
 }
 
-/* Whether @t, a cage's process, may reach @target: only in its own cage. */
-static __always_inline bool
-same_cage(const struct lsm_task *t, struct task_struct *target)
+/* Whether the caller may reach @target: 0 outside a cage, else only in its own cage (-EPERM). */
+static __always_inline int
+reach_task(struct task_struct *target)
 {
-	struct lsm_task *o = bpf_task_storage_get(&tasks, target, 0, 0);
+	struct lsm_task *t = current_cage(), *o;
 
-	return o && o->cage_id == t->cage_id;
+	if (!t)
+		return 0;
+	o = bpf_task_storage_get(&tasks, target, 0, 0);
+	return o && o->cage_id == t->cage_id ? 0 : -EPERM;
 }
 
 /* Everything a cage's process forks is of its cage. */
@@ -110,18 +113,14 @@ SEC("lsm/ptrace_access_check")
 int
 BPF_PROG(clip_ptrace_access_check, struct task_struct *child, unsigned int mode)
 {
-	struct lsm_task *t = current_cage();
-
-	return !t || same_cage(t, child) ? 0 : -EPERM;
+	return reach_task(child);
 }
 
 SEC("lsm/ptrace_traceme")
 int
 BPF_PROG(clip_ptrace_traceme, struct task_struct *parent)
 {
-	struct lsm_task *t = current_cage();
-
-	return !t || same_cage(t, parent) ? 0 : -EPERM;
+	return reach_task(parent);
 }
 
 /* kill(), pidfd_send_signal() and the like; SIGIO (@cred set) is not the caller's. */
@@ -130,12 +129,7 @@ int
 BPF_PROG(clip_task_kill, struct task_struct *p, struct kernel_siginfo *info, int sig,
 	 const struct cred *cred)
 {
-	struct lsm_task *t;
-
-	if (cred)
-		return 0;
-	t = current_cage();
-	return !t || same_cage(t, p) ? 0 : -EPERM;
+	return cred ? 0 : reach_task(p);
 }
 
 /* A cage's sockets are its own: marked at creation. */
@@ -262,33 +256,18 @@ write_to(struct inode *inode)
 	return !l || level_equal(&t->level, l) ? 0 : -EACCES;
 }
 
-SEC("lsm/inode_create")
-int
-BPF_PROG(clip_inode_create, struct inode *dir)
-{
-	return write_to(dir);
-}
+/* A change in directory @dir: a write to it. */
+#define WRITE_IN_DIR(hook) \
+	SEC("lsm/" #hook) \
+	int BPF_PROG(clip_##hook, struct inode *dir) \
+	{ \
+		return write_to(dir); \
+	}
 
-SEC("lsm/inode_mkdir")
-int
-BPF_PROG(clip_inode_mkdir, struct inode *dir)
-{
-	return write_to(dir);
-}
-
-SEC("lsm/inode_mknod")
-int
-BPF_PROG(clip_inode_mknod, struct inode *dir)
-{
-	return write_to(dir);
-}
-
-SEC("lsm/inode_symlink")
-int
-BPF_PROG(clip_inode_symlink, struct inode *dir)
-{
-	return write_to(dir);
-}
+WRITE_IN_DIR(inode_create)
+WRITE_IN_DIR(inode_mkdir)
+WRITE_IN_DIR(inode_mknod)
+WRITE_IN_DIR(inode_symlink)
 
 SEC("lsm/inode_link")
 int
@@ -297,19 +276,16 @@ BPF_PROG(clip_inode_link, struct dentry *old_dentry, struct inode *dir)
 	return write_to(dir) ?: write_to(old_dentry->d_inode);
 }
 
-SEC("lsm/inode_unlink")
-int
-BPF_PROG(clip_inode_unlink, struct inode *dir, struct dentry *dentry)
-{
-	return write_to(dir) ?: write_to(dentry->d_inode);
-}
+/* The removal of @dentry from @dir: a write to both. */
+#define REMOVE_FROM_DIR(hook) \
+	SEC("lsm/" #hook) \
+	int BPF_PROG(clip_##hook, struct inode *dir, struct dentry *dentry) \
+	{ \
+		return write_to(dir) ?: write_to(dentry->d_inode); \
+	}
 
-SEC("lsm/inode_rmdir")
-int
-BPF_PROG(clip_inode_rmdir, struct inode *dir, struct dentry *dentry)
-{
-	return write_to(dir) ?: write_to(dentry->d_inode);
-}
+REMOVE_FROM_DIR(inode_unlink)
+REMOVE_FROM_DIR(inode_rmdir)
 
 SEC("lsm/inode_rename")
 int
