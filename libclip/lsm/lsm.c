@@ -79,21 +79,39 @@ lsm_active_recently(void)
 	return atomic_load_explicit(&active, memory_order_relaxed);
 }
 
+/* The pinned map @name, O_CLOEXEC: its fd, or -errno (-EOPNOTSUPP when the LSM is not loaded). */
 static int
-map_open(const char *name)
+lsm_map_open(const char *name)
 {
 	char path[sizeof(CLIP_LSM_PIN_DIR) + 32];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", CLIP_LSM_PIN_DIR, name);
 	fd = bpf_obj_get(path);
-	return fd < 0 ? -errno : fd;
+	return fd >= 0 ? fd : errno == ENOENT ? -EOPNOTSUPP : -errno;
+}
+
+/* @key's value in the pinned map @name, into @value, or (@update) @value set as it: 0 or -errno. */
+static int
+lsm_map_elem(const char *name, const void *key, void *value, bool update)
+{
+	int map = lsm_map_open(name), r;
+
+	if (map < 0)
+		return map;
+	if (update)
+		r = bpf_map_update_elem(map, key, value, BPF_ANY);
+	else
+		r = bpf_map_lookup_elem(map, key, value);
+	r = r < 0 ? -errno : 0;
+	close(map);
+	return r;
 }
 
 int
 lsm_tasks_open(void)
 {
-	return map_open(LSM_MAP_TASKS);
+	return lsm_map_open(LSM_MAP_TASKS);
 }
 
 void
@@ -133,7 +151,7 @@ lsm_task_register_as(int from_pidfd)
 		return 0;
 	map = lsm_tasks_open();
 	if (map < 0)
-		return map;
+		return map == -EOPNOTSUPP ? 0 : map; /* unloaded since */
 	r = bpf_map_lookup_elem(map, &from_pidfd, &t) < 0 ? -errno : 0;
 	if (r == -ENOENT)
 		r = 0; /* a cage started before the LSM was loaded */
@@ -162,14 +180,8 @@ int
 lsm_socket_allow(int fd, uint64_t cage_id)
 {
 	struct lsm_sock v = { .cage_id = cage_id };
-	int map, r;
 
-	map = map_open(LSM_MAP_SOCKS);
-	if (map < 0)
-		return map == -ENOENT ? -EOPNOTSUPP : map;
-	r = bpf_map_update_elem(map, &fd, &v, BPF_ANY) < 0 ? -errno : 0;
-	close(map);
-	return r;
+	return lsm_map_elem(LSM_MAP_SOCKS, &fd, &v, true);
 }
 
 /* The kernel's dev_t of a stat(2) st_dev (new_encode_dev() undone): what i_sb->s_dev holds. */
@@ -231,19 +243,12 @@ lsm_inode_set(int fd, const struct clip_level *level)
 	if (r < 0)
 		return r;
 	lsm_level_from(&v, level);
-	map = map_open(LSM_MAP_LEVELS);
+	map = lsm_map_open(LSM_MAP_LEVELS);
 	if (map < 0)
-		return map == -ENOENT ? -EOPNOTSUPP : map;
+		return map;
 	r = level_intern(map, &v, &key);
 	close(map);
-	if (r < 0)
-		return r;
-	map = map_open(LSM_MAP_INODES);
-	if (map < 0)
-		return map == -ENOENT ? -EOPNOTSUPP : map;
-	r = bpf_map_update_elem(map, &k, &key, BPF_ANY) < 0 ? -errno : 0;
-	close(map);
-	return r;
+	return r < 0 ? r : lsm_map_elem(LSM_MAP_INODES, &k, &key, true);
 }
 
 int
@@ -255,9 +260,9 @@ lsm_inode_forget(int fd)
 	r = inode_key(fd, &k);
 	if (r < 0)
 		return r;
-	map = map_open(LSM_MAP_INODES);
+	map = lsm_map_open(LSM_MAP_INODES);
 	if (map < 0)
-		return map == -ENOENT ? -EOPNOTSUPP : map;
+		return map;
 	r = bpf_map_delete_elem(map, &k) < 0 && errno != ENOENT ? -errno : 0;
 	close(map);
 	return r;
@@ -376,25 +381,15 @@ lsm_test_pin_maps(void)
 int
 lsm_test_task(int pidfd, struct lsm_task *ret)
 {
-	int map = lsm_tasks_open(), r;
-
-	if (map < 0)
-		return map;
-	r = bpf_map_lookup_elem(map, &pidfd, ret) < 0 ? -errno : 0;
-	close(map);
-	return r;
+	return lsm_map_elem(LSM_MAP_TASKS, &pidfd, ret, false);
 }
 
 int
 lsm_test_socket(int fd, uint64_t *ret_cage_id)
 {
 	struct lsm_sock v;
-	int map = map_open(LSM_MAP_SOCKS), r;
+	int r = lsm_map_elem(LSM_MAP_SOCKS, &fd, &v, false);
 
-	if (map < 0)
-		return map;
-	r = bpf_map_lookup_elem(map, &fd, &v) < 0 ? -errno : 0;
-	close(map);
 	if (r >= 0)
 		*ret_cage_id = v.cage_id;
 	return r;
@@ -405,24 +400,12 @@ lsm_test_inode(int fd, struct lsm_level *ret)
 {
 	struct lsm_inode_key k;
 	uint64_t key;
-	int map, r;
+	int r;
 
 	r = inode_key(fd, &k);
-	if (r < 0)
-		return r;
-	map = map_open(LSM_MAP_INODES);
-	if (map < 0)
-		return map;
-	r = bpf_map_lookup_elem(map, &k, &key) < 0 ? -errno : 0;
-	close(map);
-	if (r < 0)
-		return r;
-	map = map_open(LSM_MAP_LEVELS);
-	if (map < 0)
-		return map;
-	r = bpf_map_lookup_elem(map, &key, ret) < 0 ? -errno : 0;
-	close(map);
-	return r;
+	if (r >= 0)
+		r = lsm_map_elem(LSM_MAP_INODES, &k, &key, false);
+	return r < 0 ? r : lsm_map_elem(LSM_MAP_LEVELS, &key, ret, false);
 }
 
 /* A bpffs on /sys/fs/bpf, as systemd mounts it, when there is none: 1 when mounted now. */

@@ -30,8 +30,8 @@ bool lsm_active_recently(void);
 
 /*
  * The pinned map of the cages' processes, O_CLOEXEC, to register one with
- * lsm_task_register(); -ENOENT when the LSM is not loaded, -EACCES when
- * this process may not open it (not root).
+ * lsm_task_register(); -EOPNOTSUPP when the LSM is not loaded, -EACCES
+ * when this process may not open it (not root).
  */
 int lsm_tasks_open(void);
 
@@ -93,7 +93,8 @@ int lsm_test_fill_inodes(unsigned n_inodes, unsigned n_levels);
  */
 int lsm_test_pin_maps(void);
 
-/* The entry of the process of @pidfd, or of the inode of @fd: 0, or -ENOENT. */
+/* The entry of the process of @pidfd, or of the inode of @fd: 0, or -ENOENT (-EOPNOTSUPP: no
+ * maps pinned). */
 int lsm_test_task(int pidfd, struct lsm_task *ret);
 int lsm_test_inode(int fd, struct lsm_level *ret);
 /* The cage whose processes may connect to the socket @fd: 0, or -ENOENT. */
