@@ -257,9 +257,11 @@ Test(lsm, load_reuse_unload)
 	"Capability=CAP_DAC_OVERRIDE CAP_DAC_READ_SEARCH CAP_FOWNER CAP_KILL CAP_SYS_PTRACE " \
 	"CAP_SYS_ADMIN CAP_NET_ADMIN\n"
 
+/* A context with the LSM loaded, its state under @dir (made 0755 for the cages) unless NULL. */
 static struct clip_ctx *
-lsm_loaded_or_skip(const char *state)
+lsm_loaded_or_skip(const char *dir)
 {
+	_cleanup_free_ char *state = NULL;
 	struct clip_error *e = NULL;
 	struct clip_ctx *ctx;
 	int r;
@@ -269,6 +271,10 @@ lsm_loaded_or_skip(const char *state)
 	if (under_valgrind())
 		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
 	private_bpffs_or_skip();
+	if (dir) {
+		cr_assert_geq(asprintf(&state, "%s/state", dir), 0);
+		cr_assert_eq(chmod(dir, 0755), 0);
+	}
 	ctx = test_ctx(state);
 	r = clip_lsm_load(ctx, &e);
 	if (r == -EPERM)
@@ -331,16 +337,30 @@ dir_for_cages(const char *base, const char *name, uid_t owner)
 	return d;
 }
 
+/*
+ * @script in a new cage of @text: refused (13) with the LSM loaded (else @refused), run (0)
+ * once it is unloaded (else @run): the mistake the LSM covers shows without it.
+ */
+static void
+refused_then_run(struct clip_ctx *ctx, const char *text, const char *script, const char *refused,
+		 const char *run)
+{
+	struct clip_cage *c = cage_started(ctx, text);
+
+	cr_assert_eq(cage_run(c, script, -1), 13, "%s", refused);
+	cr_assert_eq(clip_lsm_unload(ctx, NULL), 0);
+	cr_assert_eq(cage_run(c, script, -1), 0, "%s", run);
+	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
+	clip_cage_unref(c);
+}
+
 Test(lsm_cages, an_s0_cage_reads_no_file_of_a_bound_s2_directory)
 {
-	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL, *high = NULL, *text = NULL;
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *high = NULL, *text = NULL;
 	struct clip_ctx *ctx;
-	struct clip_cage *c;
 	int fd;
 
-	cr_assert_geq(asprintf(&state, "%s/state", dir), 0);
-	cr_assert_eq(chmod(dir, 0755), 0);
-	ctx = lsm_loaded_or_skip(state);
+	ctx = lsm_loaded_or_skip(dir);
 	high = dir_for_cages(dir, "high", 0);
 	fd = test_file(high, "secret", "s2 data");
 	/* Labelled, and so verified, by the library: the LSM learns its level. */
@@ -352,28 +372,20 @@ Test(lsm_cages, an_s0_cage_reads_no_file_of_a_bound_s2_directory)
 			       "[Files]\nBindReadOnly=%s:/high\n",
 			       high),
 		      0);
-	c = cage_started(ctx, text);
-	cr_assert_eq(cage_run(c, REFUSED_13("cat /high/secret"), -1), 13,
-		     "the s0 cage read an s2 file with the LSM loaded");
-	cr_assert_eq(clip_lsm_unload(ctx, NULL), 0);
-	cr_assert_eq(cage_run(c, REFUSED_13("cat /high/secret"), -1), 0,
-		     "without the LSM the mistake shows: the read succeeds");
-	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
-	clip_cage_unref(c);
+	refused_then_run(ctx, text, REFUSED_13("cat /high/secret"),
+			 "the s0 cage read an s2 file with the LSM loaded",
+			 "without the LSM the mistake shows: the read succeeds");
 	clip_ctx_unref(ctx);
 }
 
 Test(lsm_cages, an_s2_cage_writes_nothing_into_a_bound_s0_directory)
 {
-	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL, *low = NULL, *text = NULL;
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *low = NULL, *text = NULL;
 	const uid_t base = 40u * 65536u;
 	struct clip_ctx *ctx;
-	struct clip_cage *c;
 	int fd;
 
-	cr_assert_geq(asprintf(&state, "%s/state", dir), 0);
-	cr_assert_eq(chmod(dir, 0755), 0);
-	ctx = lsm_loaded_or_skip(state);
+	ctx = lsm_loaded_or_skip(dir);
 	low = dir_for_cages(dir, "low", base);
 	fd = open(low, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
@@ -384,21 +396,15 @@ Test(lsm_cages, an_s2_cage_writes_nothing_into_a_bound_s0_directory)
 			       "[Files]\nBind=%s:/low\n",
 			       (unsigned)base, low),
 		      0);
-	c = cage_started(ctx, text);
-	cr_assert_eq(cage_run(c, REFUSED_13("echo down > /low/leak"), -1), 13,
-		     "the s2 cage wrote into an s0 directory with the LSM loaded");
-	cr_assert_eq(clip_lsm_unload(ctx, NULL), 0);
-	cr_assert_eq(cage_run(c, REFUSED_13("echo down > /low/leak"), -1), 0,
-		     "without the LSM the write down succeeds");
-	cr_assert_eq(clip_cage_stop(c, 0, NULL), 0);
-	clip_cage_unref(c);
+	refused_then_run(ctx, text, REFUSED_13("echo down > /low/leak"),
+			 "the s2 cage wrote into an s0 directory with the LSM loaded",
+			 "without the LSM the write down succeeds");
 	clip_ctx_unref(ctx);
 }
 
 Test(lsm_cages, a_socket_of_another_cage_refuses_the_connection)
 {
-	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL, *shared = NULL, *ta = NULL,
-			    *tb = NULL;
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *shared = NULL, *ta = NULL, *tb = NULL;
 	const uid_t base_a = 41u * 65536u, base_b = 42u * 65536u;
 	const char *listen = "exec python3 -c \"import socket,os; s=socket.socket(socket.AF_UNIX); "
 			     "s.bind('/shared/s'); os.chmod('/shared/s', 0o777); s.listen(8)\n"
@@ -413,9 +419,7 @@ Test(lsm_cages, a_socket_of_another_cage_refuses_the_connection)
 	struct clip_ctx *ctx;
 	int listener = -1;
 
-	cr_assert_geq(asprintf(&state, "%s/state", dir), 0);
-	cr_assert_eq(chmod(dir, 0755), 0);
-	ctx = lsm_loaded_or_skip(state);
+	ctx = lsm_loaded_or_skip(dir);
 	shared = dir_for_cages(dir, "shared", base_a);
 	cr_assert_eq(chmod(shared, 0777), 0);
 	/* The mistake: one directory bound into two cages. */
