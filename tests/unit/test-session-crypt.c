@@ -74,8 +74,17 @@ fscrypt_here(void)
 	return access("/sys/fs/ext4/features/encryption", F_OK) == 0;
 }
 
-/* A fresh 64 MiB ext4 with -O encrypt, mounted at mnt. */
-static void
+static struct clip_ctx *
+ctx_at(const char *name)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
+	return test_ctx(path);
+}
+
+/* A fresh 64 MiB ext4 with -O encrypt, mounted at mnt; the context of tmp/ctx. */
+static struct clip_ctx *
 setup(void)
 {
 	char cmd[2600];
@@ -100,15 +109,7 @@ setup(void)
 		 img, img, img, mnt);
 	cr_assert_eq(system(cmd), 0, "cannot make the ext4 image: %s", cmd);
 	mounted = true;
-}
-
-static struct clip_ctx *
-ctx_at(const char *name)
-{
-	char path[700];
-
-	snprintf(path, sizeof(path), "%s/%s", tmp, name);
-	return test_ctx(path);
+	return ctx_at("ctx");
 }
 
 struct cage_spec {
@@ -223,6 +224,18 @@ open_dir(const char *sub)
 	return fd;
 }
 
+/* mnt/@sub made, 0700, plain: holding @name (@content) unless @name is NULL. */
+static void
+plain_dir(const char *sub, const char *name, const char *content)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/%s", mnt, sub);
+	cr_assert_eq(mkdir(path, 0700), 0, "%s: %m", path);
+	if (name)
+		close(test_file(path, name, content));
+}
+
 /* The kernel's status of the key of the directory mnt/@sub. */
 static int
 key_status(const char *sub)
@@ -316,8 +329,7 @@ Test(session_crypt, a_stopped_level_is_unreadable_to_root_and_back_after_a_start
 	char name[300], buf[256];
 	int fd;
 
-	setup();
-	ctx = ctx_at("ctx");
+	ctx = setup();
 	write_marker(ctx, NULL);
 	/* Locked: the key is gone, names are encrypted, contents ENOKEY, to root. */
 	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_ABSENT);
@@ -348,8 +360,7 @@ Test(session_crypt, another_user_secret_does_not_open_the_level)
 	struct clip_session *s;
 	char name[300], buf[256];
 
-	setup();
-	ctx = ctx_at("ctx");
+	ctx = setup();
 	write_marker(ctx, "correct horse");
 	/* The same master key, another secret or none: refused, still locked. */
 	s = session_make(1, ctx, &low, 1, "wrong horse");
@@ -373,8 +384,7 @@ Test(session_crypt, another_master_key_does_not_open_the_level)
 	struct clip_ctx *ctx, *other;
 	struct clip_session *s;
 
-	setup();
-	ctx = ctx_at("ctx");
+	ctx = setup();
 	write_marker(ctx, "correct horse");
 	/* The disk and the secret, without the context's master key: nothing opens. */
 	other = ctx_at("ctx-other");
@@ -390,15 +400,10 @@ Test(session_crypt, a_plain_data_directory_is_refused_unless_said)
 	static const struct cage_spec plain = { "low", "s0", "low", CLIP_SESSION_DATA_NONE };
 	struct clip_ctx *ctx;
 	struct clip_session *s;
-	char path[700], buf[64];
-	int fd;
+	char buf[64];
 
-	setup();
-	ctx = ctx_at("ctx");
-	snprintf(path, sizeof(path), "%s/low", mnt);
-	cr_assert_eq(mkdir(path, 0700), 0);
-	fd = test_file(path, "old.txt", "plain\n");
-	close(fd);
+	ctx = setup();
+	plain_dir("low", "old.txt", "plain\n");
 	s = session_make(0, ctx, &low, 1, NULL);
 	give_to_cage(s, "low", "low");
 	start_refused(s, -EPERM, "data directory ");
@@ -420,8 +425,7 @@ Test(session_crypt, a_filesystem_without_encryption_is_refused)
 	char path[700];
 	struct cage_spec onfs = low;
 
-	setup();
-	ctx = ctx_at("ctx");
+	ctx = setup();
 	/* The test's directory is a tmpfs: no fscrypt there. */
 	snprintf(path, sizeof(path), "%s/plain-low", tmp);
 	onfs.data = path;
@@ -435,17 +439,14 @@ Test(session_crypt, a_directory_planted_with_another_key_is_refused)
 	uint8_t key[LEVEL_KEY_SIZE], id[FSCRYPT_ID_SIZE];
 	struct clip_ctx *ctx;
 	struct clip_session *s;
-	char path[700];
 	int m, d;
 
-	setup();
-	ctx = ctx_at("ctx");
+	ctx = setup();
 	/* Whoever could write there made the directory, encrypted with a key they hold. */
 	memset(key, 0x5a, sizeof(key));
 	m = open_dir(".");
 	cr_assert_eq(fscrypt_add_key(m, key, id), 0);
-	snprintf(path, sizeof(path), "%s/low", mnt);
-	cr_assert_eq(mkdir(path, 0700), 0);
+	plain_dir("low", NULL, NULL);
 	d = open_dir("low");
 	cr_assert_eq(fscrypt_set_policy(d, id), 0);
 	close(d);
@@ -478,8 +479,7 @@ Test(session_crypt, the_level_locks_with_its_last_cage_even_one_that_dies)
 	int *pids = NULL, ended = 0;
 	size_t n = 0;
 
-	setup();
-	ctx = ctx_at("ctx");
+	ctx = setup();
 	s = session_make(0, ctx, two, 2, NULL);
 	start_ok(s);
 	cr_assert_eq(key_status("a"), FSCRYPT_KEY_STATUS_PRESENT);
@@ -521,19 +521,12 @@ Test(session_crypt, a_failed_start_leaves_no_level_unlocked)
 	};
 	struct clip_ctx *ctx;
 	struct clip_session *s;
-	char path[700];
-	int fd;
 
-	setup();
-	ctx = ctx_at("ctx");
+	ctx = setup();
 	/* b's directory is plain and holds a file: refused, after a was unlocked. */
-	snprintf(path, sizeof(path), "%s/b", mnt);
-	cr_assert_eq(mkdir(path, 0700), 0);
-	fd = test_file(path, "x", "x\n");
-	close(fd);
+	plain_dir("b", "x", "x\n");
 	/* a's is there (empty), so that the failed start leaves it. */
-	snprintf(path, sizeof(path), "%s/a", mnt);
-	cr_assert_eq(mkdir(path, 0700), 0);
+	plain_dir("a", NULL, NULL);
 	s = session_make(0, ctx, two, 2, NULL);
 	give_to_cage(s, "a", "a");
 	give_to_cage(s, "b", "b");
@@ -549,7 +542,7 @@ Test(session_crypt, a_runner_killed_halfway_leaves_the_key_until_the_next_start_
 	int status;
 	pid_t pid;
 
-	setup();
+	ctx = setup();
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -559,7 +552,7 @@ Test(session_crypt, a_runner_killed_halfway_leaves_the_key_until_the_next_start_
 		struct clip_session_cage c = { .size = sizeof(c), .name = "low" };
 		char path[700];
 
-		ctx = NULL;
+		ctx = NULL; /* the test's, not this process's */
 		s = NULL;
 		snprintf(path, sizeof(path), "%s/ctx", tmp);
 		if (clip_ctx_new(&ctx) < 0 || clip_ctx_set_state_dir(ctx, path) < 0 ||
@@ -582,7 +575,6 @@ Test(session_crypt, a_runner_killed_halfway_leaves_the_key_until_the_next_start_
 	/* The key is the filesystem's, not the process's: it outlives the runner. */
 	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_PRESENT);
 	/* The next start stops the leftover cage and takes the level over; its stop locks it. */
-	ctx = ctx_at("ctx");
 	s = session_make(1, ctx, &low, 1, NULL);
 	start_ok(s);
 	stop(1);
