@@ -814,16 +814,20 @@ clip_session_set_event_fn(struct clip_session *s,
 	return 0;
 }
 
-/* The cage @name of @s, for the functions below: 0, or -EINVAL / -ECHILD with a message. */
+/* The started cage @name of @s, for @func (one of the functions below), its arguments checked:
+ * 0, or -EINVAL / -ECHILD with a message. */
 static int
-find_started(struct clip_session *s, const char *name, struct session_cage **ret,
+find_started(struct clip_session *s, const char *name, const char *func, struct session_cage **ret,
 	     struct clip_error **reterr)
 {
-	struct session_cage *c = session_find_cage(s, name);
+	struct session_cage *c;
 
+	session_assert_arg(s, reterr, "%s: the session is NULL", func);
+	ctx_assert_return_error(s->ctx, reterr);
+	session_assert_arg(name, reterr, "%s: the cage is NULL", func);
+	c = session_find_cage(s, name);
 	if (!c)
-		return error_set(reterr, -EINVAL, "session '%s' has no cage '%s'", s->name,
-				 name ? name : "(null)");
+		return error_set(reterr, -EINVAL, "session '%s' has no cage '%s'", s->name, name);
 	if (!s->started || !c->cage)
 		return error_set(reterr, -ECHILD, "session '%s' is not started", s->name);
 	*ret = c;
@@ -838,10 +842,7 @@ clip_session_restart_cage(struct clip_session *s, const char *cage, unsigned gra
 	int r;
 
 	clip_assert_reterr(reterr);
-	session_assert_arg(s, reterr, "%s: the session is NULL", __func__);
-	ctx_assert_return_error(s->ctx, reterr);
-	session_assert_arg(cage, reterr, "%s: the cage is NULL", __func__);
-	r = find_started(s, cage, &c, reterr);
+	r = find_started(s, cage, __func__, &c, reterr);
 	if (r < 0)
 		return api_return(r, reterr);
 	/* The mediator and its socket for this cage stay: a transfer in flight goes on. */
@@ -868,10 +869,7 @@ clip_session_spawn(struct clip_session *s, const char *cage,
 	int r;
 
 	clip_assert_reterr(reterr);
-	session_assert_arg(s, reterr, "%s: the session is NULL", __func__);
-	ctx_assert_return_error(s->ctx, reterr);
-	session_assert_arg(cage, reterr, "%s: the cage is NULL", __func__);
-	r = find_started(s, cage, &c, reterr);
+	r = find_started(s, cage, __func__, &c, reterr);
 	if (r >= 0)
 		r = clip_cage_spawn(c->cage, opts, ret_pidfd, reterr);
 	return api_return(r, reterr);
