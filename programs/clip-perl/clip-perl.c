@@ -301,6 +301,21 @@ croak_not_found(pTHX_ const char *name)
 		   SVfARG(hint), SVfARG(dirs));
 }
 
+/*
+ * The file @name refused (-@err, @error's message): reported to the core, and perl dies with
+ * the message; die's exit status is $!: 13 for a refusal, as for an unreadable file.
+ */
+static void __attribute__((noreturn))
+croak_refused(pTHX_ const char *name, int err, struct clip_error *error)
+{
+	SV *msg = sv_2mortal(newSVpv(clip_error_get_message(error), 0));
+
+	launcher_report_refusal(name, err, clip_error_get_message(error));
+	clip_error_free(error);
+	errno = err;
+	Perl_croak(aTHX_ "Can't run %s: %" SVf, name, SVfARG(msg));
+}
+
 /* Try @dir/@name (and its .pmc first, as perl does); -ENOENT to go on. */
 static int
 try_dir(pTHX_ const char *dir, const char *name, SV **ret_path, struct clip_error **error)
@@ -360,15 +375,8 @@ static XSPROTO(inc_hook)
 		fd = try_dir(aTHX_ SvPV_nolen(*e), name, &path, &error);
 		if (fd == -ENOENT)
 			continue;
-		if (fd < 0) {
-			SV *msg = sv_2mortal(newSVpv(clip_error_get_message(error), 0));
-
-			launcher_report_refusal(name, -fd, clip_error_get_message(error));
-			clip_error_free(error);
-			/* die's exit status is $!: 13 for a refusal, as for an unreadable file. */
-			errno = -fd;
-			Perl_croak(aTHX_ "Can't run %s: %" SVf, name, SVfARG(msg));
-		}
+		if (fd < 0)
+			croak_refused(aTHX_ name, -fd, error);
 		fh = handle_from_fd(aTHX_ fd);
 		if (!fh) {
 			close(fd);
@@ -468,14 +476,8 @@ require_explicit(pTHX_ const char *name, bool is_do, Perl_ppaddr_t orig)
 		errno = -fd;
 		return NORMAL;
 	}
-	if (fd < 0) {
-		SV *msg = sv_2mortal(newSVpv(clip_error_get_message(error), 0));
-
-		launcher_report_refusal(name, -fd, clip_error_get_message(error));
-		clip_error_free(error);
-		errno = -fd;
-		Perl_croak(aTHX_ "Can't run %s: %" SVf, name, SVfARG(msg));
-	}
+	if (fd < 0)
+		croak_refused(aTHX_ name, -fd, error);
 	pd = calloc(1, sizeof(*pd));
 	if (!pd || !(pd->name = strdup(name))) {
 		close(fd);
