@@ -661,6 +661,24 @@ session_control_connect(struct clip_ctx *ctx, const char *session, const char *s
 			       SESSION_CONTROL_SOCKET);
 }
 
+int
+session_control_request(struct clip_ctx *ctx, const char *session, const char *state_dir,
+			const char *request, int timeout_ms, struct clip_error **reterr)
+{
+	_cleanup_close_ int fd = session_control_connect(ctx, session, state_dir, reterr);
+
+	if (fd < 0)
+		return fd;
+	/* A runner that refused at once may have answered already: the caller reads it. */
+	if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0 && errno != EPIPE &&
+	    errno != ECONNRESET)
+		return error_set_errno(reterr, -errno, "session '%s': cannot send", session);
+	if (wait_readable(fd, now_ms() + timeout_ms) == -ETIMEDOUT)
+		return error_set(reterr, -ESRCH, "session '%s': no answer within %d s", session,
+				 timeout_ms / 1000);
+	return steal_fd(fd);
+}
+
 /* "error ERRNO MESSAGE\n" from the runner: its errno and its message, or -EPROTO. */
 int
 session_answer_error_parse(const char *session, char *untrusted_text, struct clip_error **reterr)
@@ -699,20 +717,10 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 			   CONTROL_REQUEST_MAX);
 	session_assert_arg(!ret_status || strcmp(request, "status") == 0, reterr,
 			   "%s: a status comes only from \"status\"", __func__);
-	fd = session_control_connect(ctx, session, state_dir, reterr);
+	fd = session_control_request(ctx, session, state_dir, request, CONTROL_CLIENT_TIMEOUT_MS,
+				     reterr);
 	if (fd < 0)
 		return api_return(fd, reterr);
-	/* A runner that refused at once may have answered already: read it below. */
-	if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0 && errno != EPIPE &&
-	    errno != ECONNRESET)
-		return api_return(
-			error_set_errno(reterr, -errno, "session '%s': cannot send", session),
-			reterr);
-	r = wait_readable(fd, now_ms() + CONTROL_CLIENT_TIMEOUT_MS);
-	if (r == -ETIMEDOUT)
-		return api_return(error_set(reterr, -ESRCH, "session '%s': no answer within %d s",
-					    session, CONTROL_CLIENT_TIMEOUT_MS / 1000),
-				  reterr);
 	untrusted_answer = malloc(CONTROL_ANSWER_MAX + 1);
 	if (!untrusted_answer)
 		return api_return(-ENOMEM, reterr);

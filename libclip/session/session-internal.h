@@ -219,6 +219,10 @@ int session_client_check(struct clip_ctx *ctx, const char *session, const char *
 			 const char *func, struct clip_error **reterr);
 int session_control_connect(struct clip_ctx *ctx, const char *session, const char *state_dir,
 			    struct clip_error **reterr);
+/* @request sent on a new connection to @session's control socket, and its answer waited for
+ * @timeout_ms: the connection (the answer to read), or -errno with a message. */
+int session_control_request(struct clip_ctx *ctx, const char *session, const char *state_dir,
+			    const char *request, int timeout_ms, struct clip_error **reterr);
 int session_answer_error_parse(const char *session, char *untrusted_text,
 			       struct clip_error **reterr);
 

@@ -185,18 +185,9 @@ clip_session_watch(struct clip_ctx *ctx, const char *session, const char *state_
 	if (r < 0)
 		return r;
 	session_assert_arg(ret_fd, reterr, "%s: ret_fd is NULL", __func__);
-	fd = session_control_connect(ctx, session, state_dir, reterr);
+	fd = session_control_request(ctx, session, state_dir, "watch", 5000, reterr);
 	if (fd < 0)
 		return api_return(fd, reterr);
-	if (send(fd, "watch", 5, MSG_NOSIGNAL) < 0 && errno != EPIPE && errno != ECONNRESET)
-		return api_return(
-			error_set_errno(reterr, -errno, "session '%s': cannot send", session),
-			reterr);
-	r = wait_readable(fd, now_ms() + 5000);
-	if (r == -ETIMEDOUT)
-		return api_return(
-			error_set(reterr, -ESRCH, "session '%s': no answer within 5 s", session),
-			reterr);
 	n = recv(fd, untrusted_answer, sizeof(untrusted_answer) - 1, MSG_TRUNC | MSG_DONTWAIT);
 	if (n < 0 && errno != ECONNRESET)
 		return api_return(
