@@ -657,15 +657,27 @@ clip_session_start(struct clip_session *s, unsigned flags, struct clip_error **r
 	return api_return(r, reterr);
 }
 
-CLIP_EXPORT int
-clip_session_stop(struct clip_session *s, unsigned grace_ms, struct clip_error **reterr)
+/* @s given, of this process, and started, for @func: 0, or -EINVAL / -ECHILD with a message. */
+static int
+started_check(struct clip_session *s, const char *func, struct clip_error **reterr)
 {
-	clip_assert_reterr(reterr);
-	session_assert_arg(s, reterr, "%s: the session is NULL", __func__);
+	session_assert_arg(s, reterr, "%s: the session is NULL", func);
 	ctx_assert_return_error(s->ctx, reterr);
 	if (!s->started)
 		return api_return(
 			error_set(reterr, -ECHILD, "session '%s' is not started", s->name), reterr);
+	return 0;
+}
+
+CLIP_EXPORT int
+clip_session_stop(struct clip_session *s, unsigned grace_ms, struct clip_error **reterr)
+{
+	int r;
+
+	clip_assert_reterr(reterr);
+	r = started_check(s, __func__, reterr);
+	if (r < 0)
+		return r;
 	teardown(s, grace_ms ? grace_ms : SESSION_GRACE_MS, false);
 	log_info(s->ctx, "session '%s' stopped", s->name);
 	session_emit(s, CLIP_SESSION_EVENT_STOPPED, NULL, -1);
@@ -760,11 +772,9 @@ clip_session_dispatch(struct clip_session *s, struct clip_error **reterr)
 	int n, r;
 
 	clip_assert_reterr(reterr);
-	session_assert_arg(s, reterr, "%s: the session is NULL", __func__);
-	ctx_assert_return_error(s->ctx, reterr);
-	if (!s->started)
-		return api_return(
-			error_set(reterr, -ECHILD, "session '%s' is not started", s->name), reterr);
+	r = started_check(s, __func__, reterr);
+	if (r < 0)
+		return r;
 	n = epoll_wait(s->epoll_fd, &ev, 1, 0);
 	if (n < 0 && errno != EINTR)
 		return api_return(
