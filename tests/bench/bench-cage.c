@@ -142,16 +142,11 @@ cage_true_with(struct cage_data *d, bool first)
 	struct clip_cage *c = NULL;
 	int pidfd, status = -1, r;
 
-	if (first) {
-		r = clip_cage_new(&c, d->ctx, d->profile, NULL);
-		if (r >= 0)
-			r = clip_cage_start_spawn(c, CLIP_CAGE_START_END_WITH_FIRST, &o, &pidfd,
-						  NULL);
-	} else {
-		r = cage_start(d, &c);
-		if (r >= 0)
-			r = clip_cage_spawn(c, &o, &pidfd, NULL);
-	}
+	if (first)
+		return bench_cage_first(d->ctx, d->profile, &o, "bench-cage", NULL);
+	r = cage_start(d, &c);
+	if (r >= 0)
+		r = clip_cage_spawn(c, &o, &pidfd, NULL);
 	if (r >= 0) {
 		r = clip_cage_wait_process(c, pidfd, &status);
 		close(pidfd);

@@ -49,26 +49,8 @@ cage_true(struct clip_ctx *ctx, struct clip_cage_profile *p, int *missing)
 {
 	static const char *const argv[] = { "/bin/true", NULL };
 	struct clip_cage_spawn_opts o = { .size = sizeof(o), .argv = argv };
-	struct clip_error *e = NULL;
-	struct clip_cage *c = NULL;
-	int pidfd = -1, status = -1, r;
 
-	r = clip_cage_new(&c, ctx, p, &e);
-	if (r >= 0)
-		r = clip_cage_start_spawn(c, CLIP_CAGE_START_END_WITH_FIRST, &o, &pidfd, &e);
-	if (r >= 0) {
-		*missing = clip_cage_get_missing(c);
-		r = clip_cage_wait_process(c, pidfd, &status);
-		close(pidfd);
-	}
-	if (r < 0)
-		fprintf(stderr, "bench-landlock: %s\n",
-			e ? clip_error_get_message(e) : strerror(-r));
-	clip_error_free(e);
-	if (c)
-		clip_cage_stop(c, 0, NULL);
-	clip_cage_unref(c);
-	return r < 0 || status != 0 ? -1 : 0;
+	return bench_cage_first(ctx, p, &o, "bench-landlock", missing);
 }
 
 /* ms of wall and CPU time per start over one batch, with the arm's hooks set. */

@@ -12,8 +12,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <clip/clip.h>
 
 /* Seconds on the monotonic clock. */
 static inline double
@@ -235,4 +239,35 @@ bench_options(int argc, char **argv, int *runs, long *duration_ms, const char **
 		return 2;
 	}
 	return 0;
+}
+
+/*
+ * @o's command the first process of a new cage of @p, which ends with it: 0 when it exits 0,
+ * else -1 (a failure said on stderr after @who). *@missing, unless NULL: the cage's missing
+ * flags.
+ */
+static inline int
+bench_cage_first(struct clip_ctx *ctx, struct clip_cage_profile *p,
+		 const struct clip_cage_spawn_opts *o, const char *who, int *missing)
+{
+	struct clip_error *e = NULL;
+	struct clip_cage *c = NULL;
+	int pidfd = -1, status = -1, r;
+
+	r = clip_cage_new(&c, ctx, p, &e);
+	if (r >= 0)
+		r = clip_cage_start_spawn(c, CLIP_CAGE_START_END_WITH_FIRST, o, &pidfd, &e);
+	if (r >= 0) {
+		if (missing)
+			*missing = clip_cage_get_missing(c);
+		r = clip_cage_wait_process(c, pidfd, &status);
+		close(pidfd);
+	}
+	if (r < 0)
+		fprintf(stderr, "%s: %s\n", who, e ? clip_error_get_message(e) : strerror(-r));
+	clip_error_free(e);
+	if (c)
+		clip_cage_stop(c, 0, NULL);
+	clip_cage_unref(c);
+	return r < 0 || status != 0 ? -1 : 0;
 }
