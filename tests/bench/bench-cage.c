@@ -421,11 +421,6 @@ full_profile(bool limits)
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "runs", required_argument, NULL, 'r' },
-		{ "iterations", required_argument, NULL, 'i' },
-		{ 0 },
-	};
 	char *unshare_argv[] = { "/usr/bin/unshare", "-Urmpnif", "--mount-proc", "/bin/true",
 				 NULL };
 	char *bwrap_argv[] = {
@@ -436,16 +431,10 @@ main(int argc, char **argv)
 	struct cage_data d = { 0 }, nolimits = { 0 };
 	double wall_ratio = -1, cpu_ratio = -1;
 	bool failed;
-	int opt;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt == 'r')
-			runs = atoi(optarg);
-		else if (opt == 'i')
-			iterations = atoi(optarg);
-		else
-			return 2;
-	}
+	if (bench_int_options(argc, argv, (const char *const[]){ "runs", "iterations" },
+			      (int *const[]){ &runs, &iterations }, 2) != 0)
+		return 2;
 	if (runs < 1 || runs > 64 || iterations < 1)
 		return 2;
 	if (clip_ctx_new(&d.ctx) < 0 || !(d.profile = full_profile(true)) ||

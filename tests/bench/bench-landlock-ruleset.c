@@ -83,27 +83,17 @@ spread(double *v, int n, double *med, double *q1, double *q3)
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "iterations", required_argument, NULL, 'i' },
-		{ 0 },
-	};
 	static const char text[] = "[Cage]\nName=bench\n[Network]\nMode=loopback\n"
 				   "TCPBindPorts=8080\nTCPConnectPorts=443\n";
 	double wall[4][ROUNDS_MAX], cpu[4][ROUNDS_MAX], diff[ROUNDS_MAX], cost[ROUNDS_MAX],
 		cpu_cost[ROUNDS_MAX];
 	struct clip_cage_profile *p = NULL;
 	struct clip_error *e = NULL;
-	int rounds = 21, iterations = 200, opt, abi = cage_landlock_abi();
+	int rounds = 21, iterations = 200, abi = cage_landlock_abi();
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt == 'r')
-			rounds = atoi(optarg);
-		else if (opt == 'i')
-			iterations = atoi(optarg);
-		else
-			return 2;
-	}
+	if (bench_int_options(argc, argv, (const char *const[]){ "rounds", "iterations" },
+			      (int *const[]){ &rounds, &iterations }, 2) != 0)
+		return 2;
 	if (rounds < 1 || rounds > ROUNDS_MAX || iterations < 1) {
 		fprintf(stderr, "bench-landlock-ruleset: --rounds 1..%d, --iterations >= 1\n",
 			ROUNDS_MAX);

@@ -78,25 +78,15 @@ batch(struct clip_ctx *ctx, struct clip_cage_profile *p, bool abi3, double *wall
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "iterations", required_argument, NULL, 'i' },
-		{ 0 },
-	};
 	double wall[2][64], cpu[2][64], ratio[64], diff[64];
 	struct clip_cage_profile *p = NULL;
 	struct clip_ctx *ctx = NULL;
-	int opt, missing[2] = { 0, 0 };
+	int missing[2] = { 0, 0 };
 	bool abi3_real;
 
-	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (opt == 'r')
-			rounds = atoi(optarg);
-		else if (opt == 'i')
-			iterations = atoi(optarg);
-		else
-			return 2;
-	}
+	if (bench_int_options(argc, argv, (const char *const[]){ "rounds", "iterations" },
+			      (int *const[]){ &rounds, &iterations }, 2) != 0)
+		return 2;
 	if (rounds < 1 || rounds > 64 || iterations < 1)
 		return 2;
 	if (clip_ctx_new(&ctx) < 0 || clip_cage_profile_new(&p, "bench-ll", NULL) < 0 ||

@@ -19,14 +19,21 @@
 
 #include <clip/clip.h>
 
+/* Seconds on clock @id. */
+static inline double
+clock_seconds(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* Seconds on the monotonic clock. */
 static inline double
 now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return clock_seconds(CLOCK_MONOTONIC);
 }
 
 static inline int
@@ -67,10 +74,7 @@ cpu_seconds(void)
 static inline double
 cpu_self_seconds(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* The 1-minute load average, or -1. */
@@ -239,6 +243,25 @@ bench_options(int argc, char **argv, int *runs, long *duration_ms, const char **
 		return 2;
 	}
 	return 0;
+}
+
+/*
+ * Integer options, --@names[i] N into *@values[i] (unchecked), @n of them (at most 8). 0, or
+ * 2 for an option it does not know.
+ */
+static inline int
+bench_int_options(int argc, char **argv, const char *const *names, int *const *values, int n)
+{
+	struct option opts[9] = { { 0 } };
+	int c;
+
+	for (int i = 0; i < n && i < 8; i++)
+		opts[i] = (struct option){ .name = names[i],
+					   .has_arg = required_argument,
+					   .val = i + 1 };
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) > 0 && c <= n && c <= 8)
+		*values[c - 1] = atoi(optarg);
+	return c == -1 ? 0 : 2;
 }
 
 /*
