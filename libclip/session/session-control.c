@@ -47,7 +47,6 @@
 #define CONTROL_REQUEST_MAX 256
 #define CONTROL_ANSWER_MAX (64 * 1024)
 #define CONTROL_TIMEOUT_MS 5000 /* for a peer to send its request */
-#define CONTROL_CLIENT_TIMEOUT_MS 120000 /* for the runner to answer (a stop waits for the cages) */
 #define CONTROL_LEVEL_MAX 255 /* of a level's text in a status */
 #define CONTROL_PIDS_MAX (1u << 22) /* the kernel's pid_max bound */
 
@@ -807,12 +806,9 @@ clip_session_down(struct clip_ctx *ctx, const char *session, const char *state_d
 	int r, cages, keys;
 
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	session_assert_arg(session && untrusted_name_valid(session), reterr, "%s: bad session name",
-			   __func__);
-	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
-			   "%s: the state directory is not absolute", __func__);
-
+	r = session_client_check(ctx, session, state_dir, __func__, reterr);
+	if (r < 0)
+		return r;
 	r = clip_session_control(ctx, session, state_dir, "stop", NULL, &e);
 	if (r != -ESRCH) {
 		if (r < 0)

@@ -211,7 +211,8 @@ void session_feed_flush(struct clip_session *s);
 void session_feed_close(struct clip_session *s);
 /* A control connection asked "watch": it becomes a watcher (takes @fd), or is refused. */
 void session_watch_add(struct clip_session *s, int fd);
-/* session-control.c, for the watch client */
+/* session-control.c, for the watch client and the roles' */
+#define CONTROL_CLIENT_TIMEOUT_MS 120000 /* for the runner to answer (a stop waits for the cages) */
 /* The arguments every client of the control socket takes: @ctx (of this process), @session
  * a session's name, @state_dir NULL or absolute. 0, or -EINVAL (-ECHILD) with a message that
  * names @func (the exported function) and the argument. */

@@ -575,17 +575,12 @@ roles_ask(struct clip_ctx *ctx, const char *session, const char *state_dir, cons
 			      .msg_controllen = sizeof(control) };
 	struct cmsghdr *cm;
 	ssize_t n;
-	int r, passed = -1;
+	int passed = -1;
 
-	fd = session_control_connect(ctx, session, state_dir, reterr);
+	fd = session_control_request(ctx, session, state_dir, request, CONTROL_CLIENT_TIMEOUT_MS,
+				     reterr);
 	if (fd < 0)
 		return fd;
-	if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0 && errno != EPIPE &&
-	    errno != ECONNRESET)
-		return error_set_errno(reterr, -errno, "session '%s': cannot send", session);
-	r = wait_readable(fd, now_ms() + 120000);
-	if (r == -ETIMEDOUT)
-		return error_set(reterr, -ESRCH, "session '%s': no answer", session);
 	n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	if (n < 0)
 		return error_set_errno(reterr, -errno, "session '%s': cannot receive", session);
@@ -617,11 +612,9 @@ clip_session_get_trail(struct clip_ctx *ctx, const char *session, const char *st
 	int fd = -1, r;
 
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	session_assert_arg(session && session_name_valid(session), reterr, "%s: bad session name",
-			   __func__);
-	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
-			   "%s: the state directory is not absolute", __func__);
+	r = session_client_check(ctx, session, state_dir, __func__, reterr);
+	if (r < 0)
+		return r;
 	session_assert_arg(ret_fd, reterr, "%s: ret_fd is NULL", __func__);
 	r = roles_ask(ctx, session, state_dir, "trail", untrusted_answer, sizeof(untrusted_answer),
 		      &fd, reterr);
@@ -646,11 +639,9 @@ clip_session_get_audit_key(struct clip_ctx *ctx, const char *session, const char
 	int r;
 
 	clip_assert_reterr(reterr);
-	ctx_assert_return_error(ctx, reterr);
-	session_assert_arg(session && session_name_valid(session), reterr, "%s: bad session name",
-			   __func__);
-	session_assert_arg(!state_dir || state_dir[0] == '/', reterr,
-			   "%s: the state directory is not absolute", __func__);
+	r = session_client_check(ctx, session, state_dir, __func__, reterr);
+	if (r < 0)
+		return r;
 	session_assert_arg(ret, reterr, "%s: ret is NULL", __func__);
 	if (!untrusted_answer)
 		return api_return(-ENOMEM, reterr);

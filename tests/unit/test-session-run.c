@@ -279,23 +279,30 @@ Test(session_run, each_cage_sees_its_wiring_and_nothing_else)
 	world_free(&w);
 }
 
-Test(session_run, the_lsm_learns_each_cage_s_transfer_socket_and_data_directory)
+/* The LSM's maps alone, in a bpffs of the test's own (doc/lsm.md, "This host"); else skipped. */
+static void
+lsm_maps_of_the_test_s_own(void)
 {
-	struct world w;
-	char path[700];
 	int r;
 
 	if (!test_is_root())
 		cr_skip_test("not root: no bpffs of its own, no BPF maps");
 	if (under_valgrind())
 		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
-	/* The LSM's maps alone, in a bpffs of the test's own (doc/lsm.md, "This host"). */
 	cr_assert_eq(test_unshare_mount(), 0);
 	cr_assert_eq(mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"), 0, "%s", strerror(errno));
 	r = lsm_test_pin_maps();
 	if (r == -EOPNOTSUPP)
 		cr_skip_test("built without the BPF LSM (-Dlsm=disabled)");
 	cr_assert_eq(r, 0, "%s", strerror(-r));
+}
+
+Test(session_run, the_lsm_learns_each_cage_s_transfer_socket_and_data_directory)
+{
+	struct world w;
+	char path[700];
+
+	lsm_maps_of_the_test_s_own();
 	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
 	world_start(&w);
 	for (int i = 0; i < N_CAGES; i++) {
@@ -1260,18 +1267,8 @@ Test(session_run, a_cage_made_anew_after_a_reload_keeps_its_transfer_socket_for_
 	struct lsm_task before, after;
 	uint64_t id = 0;
 	char path[700];
-	int r;
 
-	if (!test_is_root())
-		cr_skip_test("not root: no bpffs of its own, no BPF maps");
-	if (under_valgrind())
-		cr_skip_test("valgrind does not emulate open_tree, clone3 or pidfd_send_signal");
-	cr_assert_eq(test_unshare_mount(), 0);
-	cr_assert_eq(mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700"), 0, "%s", strerror(errno));
-	r = lsm_test_pin_maps();
-	if (r == -EOPNOTSUPP)
-		cr_skip_test("built without the BPF LSM (-Dlsm=disabled)");
-	cr_assert_eq(r, 0, "%s", strerror(-r));
+	lsm_maps_of_the_test_s_own();
 	/* A session of one cage, loaded from its file: what a reload reads again. */
 	w.dir = test_tmpdir("tmpfs");
 	snprintf(path, sizeof(path), "%s/ctx", w.dir);
