@@ -238,7 +238,10 @@ key_record_parse(const char *name, uint64_t *ret_dev, uint8_t id[FSCRYPT_ID_SIZE
 	return 0;
 }
 
-/* One record: its key removed through the directory it names. 1, 0 (skipped), or -errno. */
+/*
+ * One record: its key removed through the directory it names. 1, 0 (not a
+ * record's name), or -errno: the record is left, and the log says why.
+ */
 static int
 lock_leftover(struct clip_ctx *ctx, const char *session, int dir, const char *name)
 {
@@ -263,7 +266,7 @@ lock_leftover(struct clip_ctx *ctx, const char *session, int dir, const char *na
 	if (n <= 1 || path[n - 1] != '\n' || path[0] != '/') {
 		log_err(ctx, "session '%s': the key record %s is malformed: left alone", session,
 			name);
-		return 0;
+		return -EBADMSG;
 	}
 	path[n - 1] = '\0';
 	/* Walked as at the start: no link, no directory another user controls. */
@@ -277,7 +280,7 @@ lock_leftover(struct clip_ctx *ctx, const char *session, int dir, const char *na
 			"session '%s': %s is no longer on the filesystem its key was added to: "
 			"record %s left alone",
 			session, path, name);
-		return 0;
+		return -EXDEV;
 	}
 	r = key_remove(parent, id);
 	if (r < 0) {

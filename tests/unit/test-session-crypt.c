@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -535,25 +536,23 @@ Test(session_crypt, a_failed_start_leaves_no_level_unlocked)
 	clip_ctx_unref(ctx);
 }
 
-Test(session_crypt, a_runner_killed_halfway_leaves_the_key_until_the_next_start_and_stop)
+/* A runner of session "crypt" (cage low, state in tmp/state) started, then killed with SIGKILL. */
+static void
+killed_runner(void)
 {
-	struct clip_ctx *ctx;
-	struct clip_session *s;
 	int status;
-	pid_t pid;
+	pid_t pid = fork();
 
-	ctx = setup();
-	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		/* The runner: starts, then is killed with its cages running. No
 		   Criterion call here: this process is not the test's. */
 		struct clip_level *l = NULL;
 		struct clip_session_cage c = { .size = sizeof(c), .name = "low" };
+		struct clip_session *s = NULL;
+		struct clip_ctx *ctx = NULL;
 		char path[700];
 
-		ctx = NULL; /* the test's, not this process's */
-		s = NULL;
 		snprintf(path, sizeof(path), "%s/ctx", tmp);
 		if (clip_ctx_new(&ctx) < 0 || clip_ctx_set_state_dir(ctx, path) < 0 ||
 		    clip_session_new(&s, ctx, "crypt", NULL) < 0 ||
@@ -574,10 +573,139 @@ Test(session_crypt, a_runner_killed_halfway_leaves_the_key_until_the_next_start_
 	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "status %d", status);
 	/* The key is the filesystem's, not the process's: it outlives the runner. */
 	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_PRESENT);
-	/* The next start stops the leftover cage and takes the level over; its stop locks it. */
-	s = session_make(1, ctx, &low, 1, NULL);
-	start_ok(s);
+}
+
+/* A session of cage low started and stopped. */
+static void
+stop_after_start(struct clip_ctx *ctx)
+{
+	start_ok(session_make(1, ctx, &low, 1, NULL));
 	stop(1);
+}
+
+Test(session_crypt, a_runner_killed_halfway_leaves_the_key_until_the_next_start_and_stop)
+{
+	struct clip_ctx *ctx = setup();
+
+	killed_runner();
+	/* The next start stops the leftover cage and takes the level over; its stop locks it. */
+	stop_after_start(ctx);
 	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_ABSENT);
+	clip_ctx_unref(ctx);
+}
+
+/* The one record of tmp/state/keys, in @name; false when there is none. */
+static bool
+key_record(char name[256])
+{
+	char path[700];
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/state/keys", tmp);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.') {
+			cr_assert_not(found, "two key records");
+			snprintf(name, 256, "%s", de->d_name);
+			found = true;
+		}
+	closedir(d);
+	return found;
+}
+
+/*
+ * clip_session_down() with no runner left: the cage it left stopped, the
+ * key it recorded removed, the level locked; not while another process
+ * holds the state directory's lock; nothing left the second time.
+ */
+Test(session_crypt, down_takes_a_killed_runner_s_cage_and_locks_its_level)
+{
+	struct clip_ctx *ctx = setup();
+	struct clip_cage *cage = NULL;
+	struct clip_error *e = NULL;
+	char state[700], name[256], buf[64];
+	int fd, r;
+
+	killed_runner();
+	cr_assert(key_record(name), "the runner recorded no key");
+	snprintf(state, sizeof(state), "%s/state", tmp);
+
+	/* A runner starting holds the lock: down waits for nobody and touches nothing. */
+	fd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
+	assert_errno(clip_session_down(ctx, "crypt", state, &e), -EBUSY);
+	cr_assert(strstr(clip_error_get_message(e), "does not answer"), "%s",
+		  clip_error_get_message(e));
+	e = clip_error_free(e);
+	close(fd);
+	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_PRESENT);
+
+	r = clip_session_down(ctx, "crypt", state, &e);
+	cr_assert_eq(r, 1, "down: %d %s", r, e ? clip_error_get_message(e) : "");
+	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_ABSENT);
+	cr_assert_eq(read_host("low", "anything", buf, sizeof(buf)), -ENOENT);
+	cr_assert_neq(clip_cage_attach(&cage, ctx, "crypt.low", NULL), 0,
+		      "the killed runner's cage is still registered");
+	cr_assert_not(key_record(name), "the record of a removed key is left");
+
+	assert_errno(clip_session_down(ctx, "crypt", state, &e), -ESRCH);
+	cr_assert(strstr(clip_error_get_message(e), "no runner left anything"), "%s",
+		  clip_error_get_message(e));
+	e = clip_error_free(e);
+	/* The arguments, as every client of a session checks them. */
+	assert_errno(clip_session_down(ctx, "a/b", state, NULL), -EINVAL);
+	assert_errno(clip_session_down(ctx, "crypt", "relative", NULL), -EINVAL);
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * A record is the state directory's, root's, but what it names is walked
+ * as a start walks it: a directory reached through a symbolic link, or on
+ * another filesystem than the key's, is not where the key is removed.
+ */
+Test(session_crypt, down_leaves_a_key_record_that_leads_elsewhere)
+{
+	static const char *const elsewhere[] = { "link", "/" };
+	struct clip_ctx *ctx = setup();
+	struct clip_cage *cage = NULL;
+	struct clip_error *e = NULL;
+	char state[700], name[256], path[1000], link[700], text[800];
+	int r;
+
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	snprintf(link, sizeof(link), "%s/link", tmp);
+	cr_assert_eq(symlink(mnt, link), 0);
+	for (size_t i = 0; i < ELEMENTSOF(elsewhere); i++) {
+		int fd;
+
+		killed_runner();
+		cr_assert(key_record(name));
+		snprintf(path, sizeof(path), "%s/keys/%s", state, name);
+		snprintf(text, sizeof(text), "%s\n",
+			 strcmp(elsewhere[i], "link") == 0 ? link : "/");
+		fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+		close(fd);
+		/* The cage is stopped; the key stays, and so does its record: down says so. */
+		r = clip_session_down(ctx, "crypt", state, &e);
+		cr_assert_lt(r, 0, "through %s: %d", elsewhere[i], r);
+		cr_assert(strstr(clip_error_get_message(e), "could not all be taken down"), "%s",
+			  clip_error_get_message(e));
+		e = clip_error_free(e);
+		cr_assert_neq(clip_cage_attach(&cage, ctx, "crypt.low", NULL), 0,
+			      "the killed runner's cage is still registered");
+		cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_PRESENT, "through %s",
+			     elsewhere[i]);
+		cr_assert(key_record(name), "the record was dropped");
+		/* Put right: a start and a stop lock it (and drop the record). */
+		stop_after_start(ctx);
+		cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_ABSENT);
+	}
 	clip_ctx_unref(ctx);
 }
