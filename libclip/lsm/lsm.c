@@ -60,11 +60,13 @@ lsm_active(void)
 	return stat(PIN(LSM_MAP_TASKS), &st) == 0;
 }
 
+/* lsm_active_recently()'s answer, and until when it holds (CLOCK_MONOTONIC_COARSE, ns). */
+static _Atomic uint64_t active_checked_until;
+static _Atomic bool active_seen;
+
 bool
 lsm_active_recently(void)
 {
-	static _Atomic uint64_t checked_until;
-	static _Atomic bool active;
 	struct timespec ts;
 	uint64_t ns;
 
@@ -72,11 +74,18 @@ lsm_active_recently(void)
 	(void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 
-	if (ns < atomic_load_explicit(&checked_until, memory_order_acquire))
-		return atomic_load_explicit(&active, memory_order_relaxed);
-	atomic_store_explicit(&active, lsm_active(), memory_order_relaxed);
-	atomic_store_explicit(&checked_until, ns + 1000000000, memory_order_release);
-	return atomic_load_explicit(&active, memory_order_relaxed);
+	if (ns < atomic_load_explicit(&active_checked_until, memory_order_acquire))
+		return atomic_load_explicit(&active_seen, memory_order_relaxed);
+	atomic_store_explicit(&active_seen, lsm_active(), memory_order_relaxed);
+	atomic_store_explicit(&active_checked_until, ns + 1000000000, memory_order_release);
+	return atomic_load_explicit(&active_seen, memory_order_relaxed);
+}
+
+/* A load or an unload in this process: its next label asks again. */
+static void
+lsm_active_forget(void)
+{
+	atomic_store_explicit(&active_checked_until, 0, memory_order_release);
 }
 
 /* The pinned map @name, O_CLOEXEC: its fd, or -errno (-EOPNOTSUPP when the LSM is not loaded). */
@@ -375,6 +384,7 @@ lsm_test_pin_maps(void)
 	libbpf_set_print(old);
 	if (r < 0)
 		(void)pins_remove();
+	lsm_active_forget();
 	return r;
 }
 
@@ -561,6 +571,7 @@ clip_lsm_load(struct clip_ctx *ctx, struct clip_error **reterr)
 	/* A failed load leaves the host as it was: no bpffs it did not have. */
 	if (r < 0 && mounted > 0)
 		(void)umount2(BPFFS, MNT_DETACH);
+	lsm_active_forget();
 	return api_return(r, reterr);
 }
 
@@ -587,6 +598,7 @@ clip_lsm_unload(struct clip_ctx *ctx, struct clip_error **reterr)
 		return api_return(lock, reterr);
 	r = pins_remove();
 	close(lock);
+	lsm_active_forget();
 	if (r < 0)
 		error_set_errno(reterr, r, "cannot remove the BPF LSM's pins in %s",
 				CLIP_LSM_PIN_DIR);

@@ -560,6 +560,39 @@ Test(lsm_maps, a_cage_registers_its_init_under_an_id_of_its_own_at_its_level)
 	clip_ctx_unref(ctx);
 }
 
+/*
+ * Whether the LSM is loaded, the label functions ask at most once a second
+ * (doc/lsm.md, "Levels on files"), but a load in this process is seen at
+ * once: a label written right after the maps are pinned reaches them,
+ * though a label was verified a moment before, without them.
+ */
+Test(lsm_maps, a_label_right_after_a_load_in_this_process_reaches_the_map)
+{
+	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL;
+	struct clip_level *level = test_level("s1");
+	struct lsm_level got;
+	struct clip_ctx *ctx;
+	int fd, r;
+
+	if (under_valgrind())
+		cr_skip_test("valgrind's bpf() reads attribute bytes libbpf leaves unset");
+	cr_assert_geq(asprintf(&state, "%s/state", dir), 0);
+	private_bpffs_or_skip();
+	ctx = test_ctx(state);
+	fd = test_file(dir, "f", "data");
+	cr_assert_eq(clip_label_set(ctx, fd, level, 0, NULL), 0);
+	cr_assert_eq(clip_label_verify(ctx, fd, 0, NULL), 0);
+	r = lsm_test_pin_maps();
+	cr_assert_eq(r, 0, "%s", strerror(-r));
+	cr_assert_eq(clip_label_set(ctx, fd, level, 0, NULL), 0);
+	cr_assert_eq(lsm_test_inode(fd, &got), 0,
+		     "a label set at once after the load is not in "
+		     "the map");
+	close(fd);
+	clip_level_unref(level);
+	clip_ctx_unref(ctx);
+}
+
 Test(lsm_maps, only_a_label_written_or_verified_reaches_the_map)
 {
 	_cleanup_free_ char *dir = test_tmpdir("tmpfs"), *state = NULL;
