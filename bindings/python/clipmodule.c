@@ -36,6 +36,7 @@
 #include <clip/keys.h>
 #include <clip/label.h>
 #include <clip/level.h>
+#include <clip/lsm.h>
 #include <clip/policy.h>
 #include <clip/session.h>
 #include <clip/transfer.h>
@@ -288,7 +289,8 @@ file_open(struct file_arg *f, PyObject *o, int oflags)
 	if (!path_converter(o, &path))
 		return -1;
 	int fd;
-	WITHOUT_GIL(fd = open(path_str(&path), oflags | O_CLOEXEC | O_NOCTTY));
+	/* A file made here (O_CREAT) is the caller's alone, as the library's own are. */
+	WITHOUT_GIL(fd = open(path_str(&path), oflags | O_CLOEXEC | O_NOCTTY, 0600));
 	if (fd < 0) {
 		raise_os(errno, "cannot open", path_str(&path));
 		path_done(&path);
@@ -1582,6 +1584,51 @@ Context_audit_check(ContextObject *self, PyObject *args, PyObject *kwds)
 	return audit_walk(self, args, kwds, 2);
 }
 
+static PyObject *
+Context_audit_public_key(ContextObject *self, PyObject *unused)
+{
+	char *pem = NULL;
+	struct clip_error *err = NULL;
+	int r = clip_audit_get_public_key(self->ctx, &pem, &err);
+	if (r < 0)
+		return raise_clip(r, err);
+	return take_string(pem);
+}
+
+/* The BPF LSM (clip/lsm.h): loading and unloading go to the kernel, without the GIL. */
+static PyObject *
+Context_lsm_load(ContextObject *self, PyObject *unused)
+{
+	struct clip_error *err = NULL;
+	int r;
+	WITHOUT_GIL(r = clip_lsm_load(self->ctx, &err));
+	if (r < 0)
+		return raise_clip(r, err);
+	return PyBool_FromLong(r == 0);
+}
+
+static PyObject *
+Context_lsm_status(ContextObject *self, PyObject *unused)
+{
+	int r = clip_lsm_status(self->ctx);
+	if (r == -EOPNOTSUPP)
+		return raise_errno_message(UnsupportedError, r,
+					   "libclip is built without the BPF LSM (-Dlsm=disabled)",
+					   -1);
+	if (r < 0)
+		return raise_clip(r, NULL);
+	return PyBool_FromLong(r);
+}
+
+static PyObject *
+Context_lsm_unload(ContextObject *self, PyObject *unused)
+{
+	struct clip_error *err = NULL;
+	int r;
+	WITHOUT_GIL(r = clip_lsm_unload(self->ctx, &err));
+	return none_or_raise(r, err);
+}
+
 /* Which cage: 0 pidfd, 1 pid, 2 socket. */
 static PyObject *
 context_identify(ContextObject *self, PyObject *arg, int how)
@@ -1685,6 +1732,18 @@ static PyMethodDef Context_methods[] = {
 	  "audit_show(dir=None, name=None) -> list[str]: the verified records." },
 	{ "audit_check", KW(Context_audit_check),
 	  "audit_check(dir=None, name=None) -> (int, int): the count and AUDIT_WARN_* flags." },
+	{ "audit_public_key", (PyCFunction)Context_audit_public_key, METH_NOARGS,
+	  "audit_public_key() -> str: the PEM of the public half of the key that signs the "
+	  "audit trail's anchors, for audit_verify_public()." },
+	{ "lsm_load", (PyCFunction)Context_lsm_load, METH_NOARGS,
+	  "lsm_load() -> bool: load, attach and pin the BPF LSM (root); True when loaded now, "
+	  "False when it was already." },
+	{ "lsm_status", (PyCFunction)Context_lsm_status, METH_NOARGS,
+	  "lsm_status() -> bool: whether the BPF LSM is loaded (False too when its pins are not "
+	  "visible to this process)." },
+	{ "lsm_unload", (PyCFunction)Context_lsm_unload, METH_NOARGS,
+	  "lsm_unload(): remove the BPF LSM's pins (running cages lose it); nothing pinned is "
+	  "no error." },
 	{ "identify_pidfd", (PyCFunction)Context_identify_pidfd, METH_O,
 	  "identify_pidfd(pidfd) -> (name, level, flags): which registered cage a process is in "
 	  "((None, None, CAGE_IDENTITY_CORE) for the core), from the kernel, never from a pid." },
@@ -1810,10 +1869,28 @@ Audit_append(AuditObject *self, PyObject *args, PyObject *kwds)
 	return none_or_raise(r, err);
 }
 
+static PyObject *
+Audit_export(AuditObject *self, PyObject *arg)
+{
+	if (!self->audit)
+		return raise_errno_message(StateError, -ECHILD, "the audit log is closed", -1);
+	struct file_arg f;
+	if (file_open(&f, arg, O_WRONLY | O_CREAT | O_EXCL) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r;
+	WITHOUT_GIL(r = clip_audit_export(self->audit, f.fd, &err));
+	file_done(&f);
+	return none_or_raise(r, err);
+}
+
 static PyMethodDef Audit_methods[] = {
 	{ "append", KW(Audit_append),
 	  "append(*, event=, source=, ..., reason=): append one record, on disk before "
 	  "returning." },
+	{ "export", (PyCFunction)Audit_export, METH_O,
+	  "export(file): write the signed trail (every record, then the anchor's signed line) "
+	  "to an fd, a file object or a new file, for audit_verify_public()." },
 	{ "close", (PyCFunction)Audit_close, METH_NOARGS, "close(): release the log." },
 	{ "__enter__", object_enter, METH_NOARGS, NULL },
 	{ "__exit__", object_exit_close, METH_VARARGS, NULL },
@@ -2155,6 +2232,7 @@ static PyTypeObject ProfileType = {
 typedef struct {
 	PyObject_HEAD struct clip_cage *cage;
 	PyObject *ctx;
+	PyObject *on_denial; /* the cage's denial function is ours while set */
 } CageObject;
 
 typedef struct {
@@ -2178,6 +2256,7 @@ cage_wrap(struct clip_cage *cage, PyObject *ctx)
 	}
 	o->cage = cage;
 	o->ctx = Py_NewRef(ctx);
+	o->on_denial = NULL;
 	return (PyObject *)o;
 }
 
@@ -2215,10 +2294,23 @@ Cage_attach(PyObject *cls, PyObject *args)
 	return cage_wrap(cage, ctx);
 }
 
+/*
+ * Detach the denial function before the handle goes: a cage that another
+ * reference keeps (a session, a Process) would else call into a freed object.
+ */
+static void
+cage_release(CageObject *self)
+{
+	if (self->cage && self->on_denial)
+		clip_cage_set_denial_fn(self->cage, NULL, NULL);
+	Py_CLEAR(self->on_denial);
+	self->cage = clip_cage_unref(self->cage);
+}
+
 static void
 Cage_dealloc(CageObject *self)
 {
-	clip_cage_unref(self->cage);
+	cage_release(self);
 	Py_XDECREF(self->ctx);
 	Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -2562,8 +2654,89 @@ Cage_get_closed(CageObject *self, void *closure)
 static PyObject *
 Cage_close(CageObject *self, PyObject *unused)
 {
-	self->cage = clip_cage_unref(self->cage);
+	cage_release(self);
 	Py_RETURN_NONE;
+}
+
+/* A Landlock denial of the cage, in the thread that reads them (read_denials(), wait(), stop()). */
+static void
+cage_denial(struct clip_cage *cage, const char *what, void *userdata)
+{
+	CageObject *self = userdata;
+	PyGILState_STATE gil = PyGILState_Ensure();
+	PyObject *type, *value, *tb;
+	PyErr_Fetch(&type, &value, &tb);
+	if (self->on_denial) {
+		PyObject *r = PyObject_CallFunction(self->on_denial, "s", what);
+		if (!r)
+			PyErr_WriteUnraisable(self->on_denial);
+		Py_XDECREF(r);
+	}
+	PyErr_Restore(type, value, tb);
+	PyGILState_Release(gil);
+}
+
+static PyObject *
+Cage_get_on_denial(CageObject *self, void *closure)
+{
+	return Py_NewRef(self->on_denial ? self->on_denial : Py_None);
+}
+
+static int
+Cage_set_on_denial(CageObject *self, PyObject *value, void *closure)
+{
+	if (value && value != Py_None && !PyCallable_Check(value)) {
+		PyErr_SetString(PyExc_TypeError, "on_denial must be a callable(what) or None");
+		return -1;
+	}
+	if (cage_open(self) < 0)
+		return -1;
+	bool set = value && value != Py_None;
+	int r = clip_cage_set_denial_fn(self->cage, set ? cage_denial : NULL, set ? self : NULL);
+	if (r < 0) {
+		raise_clip(r, NULL);
+		return -1;
+	}
+	Py_XSETREF(self->on_denial, set ? Py_NewRef(value) : NULL);
+	return 0;
+}
+
+/* The errors of the denial fd and reading: which of not running and not read. */
+static PyObject *
+raise_denials(int r)
+{
+	if (r == -ECHILD)
+		return raise_errno_message(StateError, r, "the cage is not running", -1);
+	if (r == -ENODATA)
+		return raise_errno_message(NotFoundError, r,
+					   "the cage's Landlock denials are not read (they need "
+					   "Landlock ABI 7, the kernel's audit on and the host's "
+					   "root: see missing)",
+					   -1);
+	return raise_clip(r, NULL);
+}
+
+static PyObject *
+Cage_denial_fileno(CageObject *self, PyObject *unused)
+{
+	if (cage_open(self) < 0)
+		return NULL;
+	int r = clip_cage_get_denial_fd(self->cage);
+	if (r < 0)
+		return raise_denials(r);
+	return PyLong_FromLong(r);
+}
+
+static PyObject *
+Cage_read_denials(CageObject *self, PyObject *unused)
+{
+	if (cage_open(self) < 0)
+		return NULL;
+	/* With the GIL: it does not wait, and on_denial is called from it. */
+	int r = clip_cage_read_denials(self->cage);
+	if (r < 0)
+		return raise_denials(r);
+	return PyLong_FromLong(r);
 }
 
 static PyObject *
@@ -2596,6 +2769,12 @@ static PyMethodDef Cage_methods[] = {
 	{ "fileno", (PyCFunction)Cage_fileno, METH_NOARGS,
 	  "fileno() -> int: a pidfd of the init, readable once the cage has ended (owned by the "
 	  "cage: register it with selectors, do not close it)." },
+	{ "denial_fileno", (PyCFunction)Cage_denial_fileno, METH_NOARGS,
+	  "denial_fileno() -> int: an fd readable when the kernel's audit has records for "
+	  "read_denials() (owned by the cage: do not close it)." },
+	{ "read_denials", (PyCFunction)Cage_read_denials, METH_NOARGS,
+	  "read_denials() -> int: read the kernel's audit without waiting; each Landlock denial "
+	  "of the cage is logged and passed to on_denial; the number read." },
 	{ "close", (PyCFunction)Cage_close, METH_NOARGS,
 	  "close(): drop the handle (a running cage keeps running)." },
 	{ "__enter__", object_enter, METH_NOARGS, NULL },
@@ -2610,6 +2789,10 @@ static PyGetSetDef Cage_getset[] = {
 	  NULL },
 	{ "profile", (getter)Cage_get_profile, NULL, "the cage's profile", NULL },
 	{ "closed", (getter)Cage_get_closed, NULL, "whether close() was called", NULL },
+	{ "on_denial", (getter)Cage_get_on_denial, (setter)Cage_set_on_denial,
+	  "a callable(what) told of each Landlock denial of the cage (read_denials(), wait(), "
+	  "stop()), or None",
+	  NULL },
 	{ NULL }
 };
 
@@ -3151,6 +3334,45 @@ Session_set_state_dir(SessionObject *self, PyObject *args)
 	return none_or_raise(r, err);
 }
 
+/*
+ * The user secret of the levels' data: bytes-like objects are passed as
+ * they are (the caller wipes them: a bytearray can be); a str is encoded
+ * into a bytes object of our own, wiped before it is released. The
+ * session keeps (and wipes) its own copy.
+ */
+static PyObject *
+Session_set_secret(SessionObject *self, PyObject *arg)
+{
+	if (session_open(self) < 0)
+		return NULL;
+	struct clip_error *err = NULL;
+	int r;
+	if (arg == Py_None) {
+		r = clip_session_set_secret(self->session, NULL, 0, &err);
+		return none_or_raise(r, err);
+	}
+	if (PyUnicode_Check(arg)) {
+		PyObject *b = PyUnicode_AsUTF8String(arg);
+		if (!b)
+			return NULL;
+		r = clip_session_set_secret(self->session, PyBytes_AS_STRING(b),
+					    (size_t)PyBytes_GET_SIZE(b), &err);
+		explicit_bzero(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+		Py_DECREF(b);
+		return none_or_raise(r, err);
+	}
+	Py_buffer view;
+	if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) {
+		PyErr_Format(PyExc_TypeError,
+			     "secret must be bytes-like, a str or None, not %.100s",
+			     Py_TYPE(arg)->tp_name);
+		return NULL;
+	}
+	r = clip_session_set_secret(self->session, view.buf, (size_t)view.len, &err);
+	PyBuffer_Release(&view);
+	return none_or_raise(r, err);
+}
+
 static PyObject *
 Session_add_cage(SessionObject *self, PyObject *args, PyObject *kwds)
 {
@@ -3417,6 +3639,43 @@ Session_control(PyObject *cls, PyObject *args, PyObject *kwds)
 	return d;
 }
 
+/* The audit role's side: 0 the trail (an fd), 1 the public key (a str). */
+static PyObject *
+session_audit_role(PyObject *args, PyObject *kwds, int what)
+{
+	static char *kwlist[] = { "ctx", "session", "state_dir", NULL };
+	PyObject *ctx;
+	struct path_arg state_dir = { NULL };
+	const char *session;
+	if (!PyArg_ParseTupleAndKeywords(
+		    args, kwds, what == 0 ? "O!s|O&:get_trail" : "O!s|O&:get_audit_key", kwlist,
+		    &ContextType, &ctx, &session, optional_path_converter, &state_dir))
+		return NULL;
+	struct clip_error *err = NULL;
+	char *pem = NULL;
+	int fd = -1, r;
+	WITHOUT_GIL(r = what == 0 ? clip_session_get_trail(((ContextObject *)ctx)->ctx, session,
+							   path_str(&state_dir), &fd, &err)
+				  : clip_session_get_audit_key(((ContextObject *)ctx)->ctx, session,
+							       path_str(&state_dir), &pem, &err));
+	path_done(&state_dir);
+	if (r < 0)
+		return raise_clip(r, err);
+	return what == 0 ? PyLong_FromLong(fd) : take_string(pem);
+}
+
+static PyObject *
+Session_get_trail(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+	return session_audit_role(args, kwds, 0);
+}
+
+static PyObject *
+Session_get_audit_key(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+	return session_audit_role(args, kwds, 1);
+}
+
 static PyObject *
 Session_get_on_event(SessionObject *self, void *closure)
 {
@@ -3458,6 +3717,13 @@ static PyMethodDef Session_methods[] = {
 	{ "control", KW(Session_control) | METH_CLASS,
 	  "control(ctx, session, request, state_dir=None) -> dict | None: ask a session's "
 	  "runner (\"status\", \"stop\", \"restart CAGE\")." },
+	{ "get_trail", KW(Session_get_trail) | METH_CLASS,
+	  "get_trail(ctx, session, state_dir=None) -> int: a read-only, sealed copy of a running "
+	  "session's signed trail, as the audit role reads it (the caller owns and closes the "
+	  "fd); audit_verify_public() checks it." },
+	{ "get_audit_key", KW(Session_get_audit_key) | METH_CLASS,
+	  "get_audit_key(ctx, session, state_dir=None) -> str: the PEM public key that signs a "
+	  "running session's trail." },
 	{ "format", (PyCFunction)Session_format, METH_NOARGS,
 	  "format() -> str: the session's file form." },
 	{ "set_state_dir", (PyCFunction)Session_set_state_dir, METH_VARARGS,
@@ -3465,6 +3731,10 @@ static PyMethodDef Session_methods[] = {
 	{ "add_cage", KW(Session_add_cage),
 	  "add_cage(name, level, *, profile=None, data_dir=None, restart=SESSION_RESTART_NO, "
 	  "data_encryption=SESSION_DATA_FSCRYPT)" },
+	{ "set_secret", (PyCFunction)Session_set_secret, METH_O,
+	  "set_secret(secret): the user secret (1 to 4096 bytes: bytes-like or str; None for "
+	  "none) mixed into the keys of the levels' encrypted data; pass a bytearray and wipe "
+	  "it after." },
 	{ "set_policy", (PyCFunction)Session_set_policy, METH_VARARGS,
 	  "set_policy(text, origin=None): the transfer policy, clip.policy(5)." },
 	{ "check", (PyCFunction)Session_check, METH_NOARGS, "check(): check the whole wiring." },
@@ -3862,9 +4132,82 @@ mod_version(PyObject *self, PyObject *unused)
 	return PyUnicode_FromString(clip_version());
 }
 
-static PyMethodDef module_methods[] = { { "version", mod_version, METH_NOARGS,
-					  "version() -> str: the loaded libclip's version." },
-					{ NULL } };
+/* A record of audit_verify_public() to its fn; a raised exception stops the walk. */
+static int
+audit_public_record(const char *record, void *userdata)
+{
+	PyObject *r = PyObject_CallFunction(userdata, "s", record);
+	if (!r)
+		return -ECANCELED;
+	Py_DECREF(r);
+	return 0;
+}
+
+static PyObject *
+mod_audit_verify_public(PyObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "file", "public_key", "fn", NULL };
+	PyObject *file, *key, *fn = Py_None;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "OU|O:audit_verify_public", kwlist, &file,
+					 &key, &fn))
+		return NULL;
+	if (fn != Py_None && !PyCallable_Check(fn)) {
+		PyErr_SetString(PyExc_TypeError, "fn must be a callable(record) or None");
+		return NULL;
+	}
+	const char *pem = text_arg(key, "public_key");
+	if (!pem)
+		return NULL;
+	struct file_arg f;
+	if (file_open(&f, file, O_RDONLY) < 0)
+		return NULL;
+	uint64_t count = 0;
+	struct clip_error *err = NULL;
+	/* With the GIL: the records go to fn as they are verified. */
+	int r = clip_audit_verify_public(f.fd, pem, fn != Py_None ? audit_public_record : NULL,
+					 fn != Py_None ? fn : NULL, &count, &err);
+	file_done(&f);
+	if (r < 0) {
+		if (PyErr_Occurred()) {
+			clip_error_free(err);
+			return NULL;
+		}
+		return raise_clip(r, err);
+	}
+	return PyLong_FromUnsignedLongLong(count);
+}
+
+static PyObject *
+mod_transfer_report(PyObject *self, PyObject *args, PyObject *kwds)
+{
+	static char *kwlist[] = { "subject", "error", "text", "kind", "path", NULL };
+	struct path_arg subject = { NULL }, path = { NULL };
+	int error = 0, kind = CLIP_TRANSFER_REPORT_EXEC_REFUSED;
+	const char *text = NULL;
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "O&|iz$iO&:transfer_report", kwlist,
+					 path_converter, &subject, &error, &text, &kind,
+					 optional_path_converter, &path))
+		return NULL;
+	struct clip_error *err = NULL;
+	/* One way and never blocking (a full mediator is EAGAIN): the GIL is kept. */
+	int r = clip_transfer_report(path_str(&path), kind, path_str(&subject), error, text, &err);
+	path_done(&subject);
+	path_done(&path);
+	return none_or_raise(r, err);
+}
+
+static PyMethodDef module_methods[] = {
+	{ "version", mod_version, METH_NOARGS, "version() -> str: the loaded libclip's version." },
+	{ "audit_verify_public", KW(mod_audit_verify_public),
+	  "audit_verify_public(file, public_key, fn=None) -> int: verify a trail stream "
+	  "(AuditLog.export(), Session.get_trail()) with the PEM public key only; the record "
+	  "count. fn, when given, is called with each record." },
+	{ "transfer_report", KW(mod_transfer_report),
+	  "transfer_report(subject, error=0, text=None, *, kind=TRANSFER_REPORT_EXEC_REFUSED, "
+	  "path=None): tell the mediator (path, else $CLIP_TRANSFER_SOCKET, else "
+	  "TRANSFER_SOCKET) that a file was refused as code; one way, never blocks." },
+	{ NULL }
+};
 
 static struct PyModuleDef clip_module = {
 	PyModuleDef_HEAD_INIT,
@@ -4029,11 +4372,13 @@ add_constants(PyObject *m)
 	C("SESSION_EVENT_CAGE_RESTARTED", CLIP_SESSION_EVENT_CAGE_RESTARTED)
 	C("SESSION_EVENT_CAGE_FAILED", CLIP_SESSION_EVENT_CAGE_FAILED)
 	C("SESSION_EVENT_STOPPED", CLIP_SESSION_EVENT_STOPPED)
+	C("TRANSFER_REPORT_EXEC_REFUSED", CLIP_TRANSFER_REPORT_EXEC_REFUSED)
 #undef C
 	if (PyModule_AddStringConstant(m, "TRANSFER_SOCKET", CLIP_TRANSFER_SOCKET) < 0 ||
 	    PyModule_AddStringConstant(m, "AGENT_SOCKET", CLIP_AGENT_SOCKET) < 0 ||
 	    PyModule_AddStringConstant(m, "LABEL_XATTR", CLIP_LABEL_XATTR) < 0 ||
-	    PyModule_AddStringConstant(m, "LABEL_XATTR_ROOTLESS", CLIP_LABEL_XATTR_ROOTLESS) < 0)
+	    PyModule_AddStringConstant(m, "LABEL_XATTR_ROOTLESS", CLIP_LABEL_XATTR_ROOTLESS) < 0 ||
+	    PyModule_AddStringConstant(m, "LSM_PIN_DIR", CLIP_LSM_PIN_DIR) < 0)
 		return -1;
 	return 0;
 }

@@ -128,3 +128,19 @@ def test_the_module_and_library_of_this_build():
     with open("/proc/self/maps") as f:
         libs = {line.split()[-1] for line in f if "libclip.so" in line}
     assert libs and all(os.path.realpath(p).startswith(build_root + "/") for p in libs), libs
+
+
+def test_lsm_status_load_unload(ctx):
+    """The BPF LSM from a context. This machine's kernel cannot load BPF
+    LSM programs (no "bpf" in its LSM list, or it refuses them): nothing is
+    pinned, lsm_status() says so, lsm_load() is refused with the library's
+    error, and unloading what is not loaded is no error."""
+    assert ctx.lsm_status() is False
+    assert ctx.lsm_unload() is None
+    with pytest.raises(clip.PermissionDenied) as e:
+        ctx.lsm_load()
+    assert e.value.errno == errno.EPERM
+    if os.geteuid() == 0:
+        assert "refuses the BPF LSM's programs" in e.value.strerror, e.value.strerror
+        assert not os.path.exists(clip.LSM_PIN_DIR), "a failed load left its directory"
+    assert ctx.lsm_status() is False

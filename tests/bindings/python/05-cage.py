@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Cages (the scenarios of tests/unit/cage and examples/init-cage.c): a
 # profile from text, from a file and from the builder; start, spawn with
-# argv, env and fds, wait on the pidfds with selectors, stop.
+# argv, env and fds, wait on the pidfds with selectors, stop; Landlock
+# denials read as they come (on_denial, denial_fileno, read_denials).
 import errno
 import gc
 import os
@@ -11,6 +12,7 @@ import signal
 import pytest
 
 import clip
+from conftest import MODE
 
 PROFILE = """[Cage]
 Name=pyfile
@@ -233,3 +235,102 @@ def test_identify_which_cage(ctx):
         ctx.identify_pid(0)
     with pytest.raises(TypeError):
         ctx.identify_pidfd(True)
+
+
+def landlock_abi():
+    import ctypes
+    # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    return ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1)
+
+
+def kernel_audit(enabled=None):
+    """The kernel's audit on or off (AUDIT_SET over netlink, as
+    tests/common/helpers.c's test_audit_set()), or None to read it; the
+    state it had."""
+    import socket
+    import struct
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 9) as s:  # NETLINK_AUDIT
+        s.send(struct.pack("=IHHII", 16, 1000, 1, 1, 0))  # AUDIT_GET, NLM_F_REQUEST
+        reply = s.recv(8192)
+        was = struct.unpack_from("=I", reply, 16 + 4)[0]
+        if enabled is not None:
+            status = struct.pack("=11I", 1, int(enabled), *([0] * 9))  # AUDIT_STATUS_ENABLED
+            s.send(struct.pack("=IHHII", 16 + len(status), 1001, 5, 2, 0) + status)
+            ack = s.recv(8192)
+            err = struct.unpack_from("=i", ack, 16)[0]
+            assert struct.unpack_from("=H", ack, 4)[0] != 2 or err == 0, os.strerror(-err)
+    return was
+
+
+def test_landlock_denials_reach_on_denial():
+    """ABI 7, the kernel's audit on, the host's root (tests/unit/test-cage.c's
+    landlock_denials_reach_the_log): a refused TCP connection is read as it
+    comes through denial_fileno() and read_denials(), a refused signal when
+    the cage stops; each passed to on_denial and to the log."""
+    if MODE != "root" or landlock_abi() < 7:
+        pytest.skip("not the host's root (only it reads the kernel's audit), or Landlock before ABI 7")
+    was = kernel_audit(True)
+    try:
+        logged = []
+        ctx = clip.Context(log=lambda p, m: logged.append(m), log_priority=7)
+        with clip.Cage(ctx, clip.Profile("pydeny")) as cage:
+            cage.start()
+            assert not cage.missing & clip.CAGE_MISSING_LANDLOCK_LOG
+            denials = []
+            cage.on_denial = denials.append
+            assert cage.on_denial == denials.append
+            fd = cage.denial_fileno()
+            assert cage.read_denials() == 0
+            proc = cage.spawn(["/bin/bash", "-c",
+                               "exec 3<>/dev/tcp/127.0.0.1/9 && exit 1; exit 0"])
+            assert proc.wait() == 0, "the connection was not refused"
+            n = 0
+            for _ in range(50):
+                if n or not wait_readable(fd, 0.1):
+                    continue
+                n = cage.read_denials()
+            assert n == 1 and len(denials) == 1, (n, denials)
+            assert denials[0].startswith("net.connect_tcp ") and "dest=9" in denials[0]
+            assert any("cage pydeny was refused net.connect_tcp " in m for m in logged), logged
+            proc = cage.spawn(["/bin/sh", "-c", "kill -0 1 && exit 1; exit 0"])
+            assert proc.wait() == 0, "kill -0 1 was not refused"
+            cage.stop(grace_ms=0)
+            assert len(denials) == 2 and denials[1].startswith("scope.signal "), denials
+            with pytest.raises(clip.StateError) as e:
+                cage.denial_fileno()
+            assert e.value.errno == errno.ECHILD
+            with pytest.raises(clip.StateError) as e:
+                cage.read_denials()
+            assert e.value.errno == errno.ECHILD
+            cage.on_denial = None
+            assert cage.on_denial is None
+    finally:
+        kernel_audit(was)
+
+
+def test_denials_refused_where_they_are_not_read(ctx):
+    """Before the start ECHILD; a cage whose denials are not read (audit off,
+    or not the host's root) ENODATA; a bad on_denial TypeError."""
+    with clip.Cage(ctx, clip.Profile("pynodeny")) as cage:
+        with pytest.raises(clip.StateError) as e:
+            cage.denial_fileno()
+        assert e.value.errno == errno.ECHILD
+        with pytest.raises(clip.StateError):
+            cage.read_denials()
+        with pytest.raises(TypeError):
+            cage.on_denial = "not callable"
+        was = kernel_audit(False) if MODE == "root" else None
+        try:
+            cage.start()
+        finally:
+            if was is not None:
+                kernel_audit(was)
+        assert cage.missing & clip.CAGE_MISSING_LANDLOCK_LOG
+        with pytest.raises(clip.NotFoundError) as e:
+            cage.denial_fileno()
+        assert e.value.errno == errno.ENODATA
+        with pytest.raises(clip.NotFoundError) as e:
+            cage.read_denials()
+        assert e.value.errno == errno.ENODATA
+    with pytest.raises(clip.StateError):
+        cage.on_denial = print

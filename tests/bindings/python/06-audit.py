@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The audit trail (the scenarios of tests/integration/audit-trail.sh):
-# append, verify, show, check; an edited record fails with IntegrityError.
+# append, verify, show, check; an edited record fails with IntegrityError;
+# the signed trail exported and verified with the public key alone.
+import errno
 import os
 
 import pytest
@@ -63,3 +65,57 @@ def test_refusals(ctx, tmp_path):
         clip.AuditLog(ctx, None, "a/b")
     with pytest.raises(TypeError):
         clip.AuditLog("not a context")
+
+
+def test_export_verified_with_the_public_key_only(ctx, tmp_path):
+    """The signed trail: exported, verified by a collector with the PEM
+    public key alone (no context), records passed to fn; an edited copy,
+    another machine's key and a key that is none refused."""
+    fill(ctx)
+    trail = tmp_path / "trail"
+    with clip.AuditLog(ctx) as log:
+        log.export(trail)
+        with pytest.raises(clip.BusyError):  # a new file: O_EXCL
+            log.export(trail)
+    assert trail.stat().st_mode & 0o777 == 0o600  # made by the binding: the caller's alone
+    key = ctx.audit_public_key()
+    assert key.startswith("-----BEGIN PUBLIC KEY-----")
+    records = []
+    assert clip.audit_verify_public(trail, key, records.append) == 3
+    assert len(records) == 3 and "name=doc2.txt" in records[2]
+    with open(trail, "rb") as f:
+        assert clip.audit_verify_public(f, key) == 3
+    edited = tmp_path / "edited"
+    edited.write_text(trail.read_text().replace("doc1.txt", "doc9.txt"))
+    with pytest.raises(clip.IntegrityError):
+        clip.audit_verify_public(edited, key)
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    with clip.Context(state_dir=other, log=False) as octx:
+        fill(octx, 1)
+        with pytest.raises(clip.IntegrityError):
+            clip.audit_verify_public(trail, octx.audit_public_key())
+    with pytest.raises(clip.InvalidError):
+        clip.audit_verify_public(trail, "not a key")
+    with pytest.raises(clip.InvalidError):
+        clip.audit_verify_public(trail, key + "\0")
+
+    def stop(record):
+        raise KeyError(record)
+    with pytest.raises(KeyError):
+        clip.audit_verify_public(trail, key, stop)
+    with pytest.raises(TypeError):
+        clip.audit_verify_public(trail, key, "not callable")
+    with pytest.raises(clip.NotFoundError):
+        clip.audit_verify_public(tmp_path / "missing", key)
+    with pytest.raises(clip.StateError):
+        log.export(tmp_path / "after-close")
+
+
+def test_public_key_refused_without_a_master_key(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o700)
+    with clip.Context(state_dir=empty, log=False) as c:
+        with pytest.raises(clip.NoKeyError) as e:
+            c.audit_public_key()
+    assert e.value.errno == errno.ENOKEY and "mac.key" in e.value.strerror

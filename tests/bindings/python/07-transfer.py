@@ -3,11 +3,13 @@
 # tests/integration/transfer-e2e.sh): a delivery as a value, a denial by the
 # policy as TransferDenied (or a value with check=False), a request polled
 # with selectors, refusals; then the audit trail clipd wrote, verified and
-# shown through the binding.
+# shown through the binding; a cage's one-way report (W^X refusal) audited.
+import errno
 import hashlib
 import os
 import selectors
 import subprocess
+import time
 
 import pytest
 
@@ -113,3 +115,37 @@ def test_the_audit_trail_verifies(mediator):
     assert count == len(records) >= 4
     assert any("src=mid" in r and "decision=deny" in r for r in records)
     assert any("src=low" in r and "name=doc.bin" in r for r in records)
+
+
+def test_a_report_is_audited_under_its_sockets_cage(mediator):
+    """transfer_report() on low's socket: one way, and clipd records it as
+    low's whatever the subject names (tests/unit/test-agent.c's feed tests)."""
+    clip.transfer_report("/data/high.py", errno.EACCES, "mounted noexec",
+                         path=mediator / "run" / "low.sock")
+    ctx = clip.Context(state_dir=mediator / "state", log=False)
+    for _ in range(100):
+        reports = [r for r in ctx.audit_show() if "event=exec-refused" in r]
+        if reports:
+            break
+        time.sleep(0.05)
+    assert len(reports) == 1, reports
+    assert " src=low " in reports[0] and " name=/data/high.py " in reports[0], reports[0]
+
+
+def test_a_report_that_is_not_one_is_refused(tmp_path):
+    nowhere = tmp_path / "nowhere.sock"
+    for kwargs in ({"kind": 0}, {"kind": 2}, {"text": "two\nlines"}):
+        with pytest.raises(clip.InvalidError) as e:
+            clip.transfer_report("/x", errno.EACCES, path=nowhere, **kwargs)
+        assert e.value.errno == errno.EINVAL
+    with pytest.raises(clip.InvalidError) as e:
+        clip.transfer_report("/x", -1, path=nowhere)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(clip.InvalidError) as e:
+        clip.transfer_report("a" * 1100, errno.EACCES, path=nowhere)
+    assert e.value.errno == errno.E2BIG
+    with pytest.raises(clip.NotFoundError) as e:
+        clip.transfer_report("/x", errno.EACCES, path=nowhere)
+    assert e.value.errno == errno.ENOENT
+    with pytest.raises(ValueError):
+        clip.transfer_report("/x\0y", errno.EACCES, path=nowhere)

@@ -3,7 +3,9 @@
 # started, driven from a selectors loop through fileno() and dispatch(), a
 # document moved up by a Python client inside the low cage (the binding
 # itself, bound into the cage) and a move down denied, status, stop.
+import errno
 import gc
+import os
 import selectors
 import threading
 import time
@@ -149,3 +151,87 @@ def test_watch_the_feed(session, ctx, tmp_path):
     assert all(e.seq > 0 and e.time > 0 for e in events)
     with pytest.raises(clip.BadFileError):
         watch.read()
+
+
+def ask_runner(session, request):
+    """Call @request from a thread while this process, the runner, answers it
+    from dispatch(); what it returned, or raise what it raised."""
+    got = []
+
+    def run():
+        try:
+            got.append((True, request()))
+        except Exception as e:  # noqa: BLE001 - raised again below
+            got.append((False, e))
+    t = threading.Thread(target=run)
+    t.start()
+    while t.is_alive():
+        with selectors.DefaultSelector() as sel:
+            sel.register(session, selectors.EVENT_READ)
+            sel.select(0.05)
+        while session.dispatch():
+            pass
+    t.join()
+    ok, value = got[0]
+    if not ok:
+        raise value
+    return value
+
+
+def test_the_audit_role_reads_the_signed_trail(session, ctx, tmp_path):
+    """get_trail() and get_audit_key() of a running session, as the audit
+    role reads them (clipctl session trail): the trail verifies with the key
+    alone and holds the transfer just made."""
+    state = str(tmp_path / "session")
+    with pytest.raises(clip.NotFoundError) as e:
+        clip.Session.get_trail(ctx, "py", state)
+    assert e.value.errno == errno.ESRCH
+    with pytest.raises(clip.NotFoundError) as e:
+        clip.Session.get_audit_key(ctx, "py", state_dir=state)
+    assert e.value.errno == errno.ESRCH
+    session.start()
+    doc = tmp_path / "doc.txt"
+    doc.write_text("a document\n")
+    assert send_from(session, "low", "high", doc, tmp_path)[1] == "delivered doc.txt\n"
+    fd = ask_runner(session, lambda: clip.Session.get_trail(ctx, "py", state))
+    key = ask_runner(session, lambda: clip.Session.get_audit_key(ctx, "py", state))
+    assert key == ctx.audit_public_key()
+    records = []
+    with os.fdopen(fd, "rb") as trail:
+        assert clip.audit_verify_public(trail, key, records.append) == len(records) >= 1
+    assert any("src=low" in r and "name=doc.txt" in r for r in records), records
+    with pytest.raises(clip.NotFoundError) as e:
+        clip.Session.get_trail(ctx, "other", state)
+    assert e.value.errno == errno.ESRCH
+    with pytest.raises(clip.InvalidError):
+        clip.Session.get_audit_key(ctx, "Bad Name", state)
+    with pytest.raises(TypeError):
+        clip.Session.get_trail("not a context", "py", state)
+
+
+def test_set_secret(ctx, tmp_path):
+    """The user secret of the levels' data: bytes-like, str or None taken
+    before the start, refused empty, over 4096 bytes, of another type and
+    once started."""
+    s = make_session(ctx, tmp_path, "low high allow\n")
+    secret = bytearray(b"correct horse")
+    s.set_secret(secret)
+    secret[:] = bytes(len(secret))  # the caller's copy, wiped: the session kept its own
+    s.set_secret("un secret accentué")
+    s.set_secret(memoryview(b"x" * 4096))
+    s.set_secret(None)
+    with pytest.raises(clip.InvalidError) as e:
+        s.set_secret(b"")
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(clip.InvalidError) as e:
+        s.set_secret(b"x" * 4097)
+    assert e.value.errno == errno.EINVAL
+    with pytest.raises(TypeError):
+        s.set_secret(42)
+    with s:
+        s.start()
+        with pytest.raises(clip.BusyError) as e:
+            s.set_secret(b"too late")
+        assert e.value.errno == errno.EBUSY
+    with pytest.raises(clip.StateError):
+        s.set_secret(b"closed")
