@@ -28,6 +28,7 @@ BEGIN { @CONSTANTS = qw(
 	TRANSFER_DELIVERED TRANSFER_DENIED_POLICY TRANSFER_DENIED_USER TRANSFER_FAILED
 	AUDIT_SYSLOG AUDIT_WARN_UNANCHORED AUDIT_WARN_TORN AUDIT_WARN_NOT_COUNTED
 	AUDIT_WARN_COUNTER_LAGS
+	TRANSFER_REPORT_EXEC_REFUSED
 );
 	# One constant sub each, its value read from the C header at load.
 	for my $name (@CONSTANTS) {
@@ -80,6 +81,28 @@ package Clip::Context {
 			$self->_audit_check($opt{dir}, $opt{name}, $opt{records} ? 1 : 0);
 		return wantarray ? ($count, $warnings, @$records) : $count;
 	}
+
+	# The audit role's side of a running session (its runner answers).
+	sub session_trail ($self, $session, %opt) {
+		my $fd = $self->_session_trail($session, $opt{state_dir});
+		open(my $fh, '<&=', $fd) or do {
+			my $errno = $! + 0;
+			POSIX::close($fd);
+			Clip::_throw($errno, "session_trail: fdopen of the trail of '$session'");
+		};
+		return $fh;
+	}
+
+	sub session_audit_key ($self, $session, %opt) {
+		return $self->_session_audit_key($session, $opt{state_dir});
+	}
+}
+
+# A trail stream checked with the public key alone: the count, or in list
+# context (count, records...).
+sub audit_verify_public ($file, $public_key) {
+	my ($count, $records) = _audit_verify_public($file, $public_key);
+	return wantarray ? ($count, @$records) : $count;
 }
 
 package Clip::Level {
@@ -142,6 +165,12 @@ package Clip::Transfer {
 	}
 
 	sub send ($class, %opt) { _send($class, _args('send', %opt)) }
+
+	sub report ($class, %opt) {
+		Clip::_transfer_report($opt{socket}, $opt{kind} // Clip::TRANSFER_REPORT_EXEC_REFUSED,
+			$opt{subject}, $opt{error} // 0, $opt{text});
+		return;
+	}
 	sub request ($class, %opt) { _request($class, _args('request', %opt)) }
 
 	sub delivered ($self) { ($self->status // -1) == Clip::TRANSFER_DELIVERED }
@@ -409,6 +438,19 @@ C<status> is one of C<TRANSFER_DELIVERED>, C<TRANSFER_DENIED_POLICY>,
 C<TRANSFER_DENIED_USER>, C<TRANSFER_FAILED>; C<name> the name given in
 the inbox; C<digest> the list (size, SHA-256 in hex, encrypted).
 
+=item Clip::Transfer->report(socket => $path, subject => $file, error => $errno, text => $why, kind => TRANSFER_REPORT_EXEC_REFUSED)
+
+Tells the mediator, one way, that the cage refused a file as code (W^X):
+it connects, sends and closes, never blocks, and nothing answers. The
+mediator names the cage by the socket the report came on, records it in
+the audit trail and shows it to the user (at a bounded rate). C<subject>
+is the file (at most 1024 bytes), C<error> the refusal's errno (or 0),
+C<text> why (optional: at most 512 bytes of UTF-8 without control
+characters). Croaks C<Clip::Error::Invalid> for an unknown kind, a bad
+errno or text (EINVAL) or a subject too long (E2BIG),
+C<Clip::Error::NotFound> or C<Clip::Error::Connection> without a mediator,
+C<Clip::Error::Timeout> when the mediator is full (not sent).
+
 =item $t->check
 
 Returns C<$t> when delivered, else croaks the refusal, worded as
@@ -447,6 +489,68 @@ C<Clip::Error::Busy> until the first handle is gone).
 C<< $log->append(event => ..., source => ..., source_level => ...,
 target => ..., target_level => ..., name => ..., length => ..., sha256 =>
 $32_bytes, decision => ..., decided_by => ..., reason => ...) >>.
+
+=item $log->export($file)
+
+Writes the signed trail (every record, then the anchor's signed line) to
+a filehandle open for writing, or to a new file (created 0600; an
+existing one croaks C<Clip::Error::Busy>), for a collector that checks it
+with C<Clip::audit_verify_public>.
+
+=item $ctx->audit_public_key
+
+The PEM text of the public half of the key that signs the anchors
+(Ed25519, derived from the context's master key; C<Clip::Error::NoKey>
+when there is none yet).
+
+=item Clip::audit_verify_public($file, $public_key)
+
+Verifies a trail stream (a path or a filehandle: C<< $log->export >>,
+C<< $ctx->session_trail >>, lines of syslog) with the PEM public key
+alone: the record count, or in list context (count, records...). Croaks
+C<Clip::Error::Integrity> when the trail does not verify (edited, cut
+before its last signature, another machine's key),
+C<Clip::Error::Invalid> when the key is not an Ed25519 key in PEM.
+
+=item $ctx->session_trail($session, state_dir => $dir)
+
+The audit trail of a running session as its audit role reads it (see
+C<AuditGroup=> in L<clip.session(5)>): a filehandle on a read-only, sealed
+copy of the stream, for C<Clip::audit_verify_public>. C<state_dir> is the
+session's state directory (undef: the default). Croaks
+C<Clip::Error::NotFound> (ESRCH) when no runner of that session answers,
+C<Clip::Error::Permission> when the caller has not the role (the message
+names it).
+
+=item $ctx->session_audit_key($session, state_dir => $dir)
+
+The PEM public key that signs that session's trail, as
+C<session_trail>.
+
+=back
+
+=head1 BPF LSM
+
+libclip's own mandatory policy on the kernel's LSM hooks (L<clip-lsm(3)>,
+F<doc/lsm.md>).
+
+=over
+
+=item $ctx->lsm_load
+
+Loads, attaches and pins the programs under F</sys/fs/bpf/clip> (root):
+true when loaded now, false when they were already. Croaks
+C<Clip::Error::Permission> when not root or when the kernel refuses the
+programs, C<Clip::Error::Unsupported> when libclip is built without it.
+
+=item $ctx->lsm_status
+
+1 when loaded, 0 when not (or the pins are not visible to this process).
+
+=item $ctx->lsm_unload
+
+Removes the pins (the cages running lose the protection); nothing pinned
+is no error.
 
 =back
 

@@ -255,7 +255,8 @@ fd_of(pTHX_ SV *file, int flags, int *owned, const char *what)
 	if (len == 0 || has_nul(path, len))
 		throw_message(aTHX_ EINVAL, newSVpvf("%s: a path is 1 or more bytes without NUL", what),
 			      -1, what);
-	fd = open(path, flags | O_CLOEXEC | O_NOCTTY);
+	/* A file made here (O_CREAT) is the caller's alone, as the library's own are. */
+	fd = open(path, flags | O_CLOEXEC | O_NOCTTY, 0600);
 	if (fd < 0) {
 		int errnum = errno;
 
@@ -428,6 +429,7 @@ _constant(name)
 		{ "AUDIT_WARN_TORN", CLIP_AUDIT_WARN_TORN },
 		{ "AUDIT_WARN_NOT_COUNTED", CLIP_AUDIT_WARN_NOT_COUNTED },
 		{ "AUDIT_WARN_COUNTER_LAGS", CLIP_AUDIT_WARN_COUNTER_LAGS },
+		{ "TRANSFER_REPORT_EXEC_REFUSED", CLIP_TRANSFER_REPORT_EXEC_REFUSED },
 	};
 	RETVAL = -1;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
@@ -439,6 +441,49 @@ _constant(name)
 		croak("Clip: no constant %s", name);
     OUTPUT:
 	RETVAL
+
+void
+_audit_verify_public(file, public_key)
+	SV *file
+	SV *public_key
+    PPCODE:
+	/* (count, records): a collector's check, with the public key only. */
+	struct clip_error *e = NULL;
+	const char *key = cstr(aTHX_ public_key, "clip_audit_verify_public (public_key)");
+	uint64_t count = 0;
+	AV *records = newAV();
+	struct file_arg f;
+	int r;
+
+	sv_2mortal((SV *)records);
+	if (!key)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_audit_verify_public (no public_key)");
+	f = file_arg(aTHX_ file, O_RDONLY, "clip_audit_verify_public");
+	r = clip_audit_verify_public(f.fd, key, collect_record, records, &count, &e);
+	file_done(&f);
+	check(aTHX_ r, &e, "clip_audit_verify_public");
+	EXTEND(SP, 2);
+	PUSHs(sv_2mortal(newSVuv((UV)count)));
+	PUSHs(sv_2mortal(newRV_inc((SV *)records)));
+
+void
+_transfer_report(socket, kind, subject, error, text)
+	SV *socket
+	int kind
+	SV *subject
+	int error
+	SV *text
+    CODE:
+	/* One way, never blocking: nothing to wait for. */
+	struct clip_error *e = NULL;
+	const char *path = cstr(aTHX_ socket, "clip_transfer_report (socket)");
+	const char *subj = cstr(aTHX_ subject, "clip_transfer_report (subject)");
+	const char *t = cstr(aTHX_ text, "clip_transfer_report (text)");
+
+	if (!subj)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_transfer_report (no subject)");
+	check(aTHX_ clip_transfer_report(path, kind, subj, error, t, &e), &e,
+	      "clip_transfer_report");
 
 void
 _throw(errnum, message)
@@ -675,6 +720,78 @@ _audit_verify(ctx, dir, name, want_records)
 	if (ix)
 		PUSHs(sv_2mortal(newSVuv(warnings)));
 	PUSHs(sv_2mortal(newRV_inc((SV *)records)));
+
+SV *
+audit_public_key(ctx)
+	Clip::Context ctx
+    CODE:
+	struct clip_error *e = NULL;
+	char *pem = NULL;
+
+	check(aTHX_ clip_audit_get_public_key(ctx, &pem, &e), &e, "clip_audit_get_public_key");
+	RETVAL = take_text(aTHX_ pem);
+    OUTPUT:
+	RETVAL
+
+int
+lsm_load(ctx)
+	Clip::Context ctx
+    CODE:
+	/* 1 loaded now, 0 loaded already (the C API's 0 and 1, as a truth). */
+	struct clip_error *e = NULL;
+
+	RETVAL = check(aTHX_ clip_lsm_load(ctx, &e), &e, "clip_lsm_load") == 0;
+    OUTPUT:
+	RETVAL
+
+int
+lsm_status(ctx)
+	Clip::Context ctx
+    CODE:
+	RETVAL = check(aTHX_ clip_lsm_status(ctx), NULL, "clip_lsm_status");
+    OUTPUT:
+	RETVAL
+
+void
+lsm_unload(ctx)
+	Clip::Context ctx
+    CODE:
+	struct clip_error *e = NULL;
+
+	check(aTHX_ clip_lsm_unload(ctx, &e), &e, "clip_lsm_unload");
+
+int
+_session_trail(ctx, session, state_dir)
+	Clip::Context ctx
+	SV *session
+	SV *state_dir
+    CODE:
+	struct clip_error *e = NULL;
+	const char *s = cstr(aTHX_ session, "clip_session_get_trail (session)");
+	const char *d = cstr(aTHX_ state_dir, "clip_session_get_trail (state_dir)");
+	int fd = -1;
+
+	check(aTHX_ clip_session_get_trail(ctx, s, d, &fd, &e), &e, "clip_session_get_trail");
+	RETVAL = fd;
+    OUTPUT:
+	RETVAL
+
+SV *
+_session_audit_key(ctx, session, state_dir)
+	Clip::Context ctx
+	SV *session
+	SV *state_dir
+    CODE:
+	struct clip_error *e = NULL;
+	const char *s = cstr(aTHX_ session, "clip_session_get_audit_key (session)");
+	const char *d = cstr(aTHX_ state_dir, "clip_session_get_audit_key (state_dir)");
+	char *pem = NULL;
+
+	check(aTHX_ clip_session_get_audit_key(ctx, s, d, &pem, &e), &e,
+	      "clip_session_get_audit_key");
+	RETVAL = take_text(aTHX_ pem);
+    OUTPUT:
+	RETVAL
 
 MODULE = Clip		PACKAGE = Clip::Level
 
@@ -1138,6 +1255,19 @@ DESTROY(audit)
 	Clip::Audit audit
     CODE:
 	clip_audit_unref(audit);
+
+void
+export(audit, file)
+	Clip::Audit audit
+	SV *file
+    CODE:
+	/* The signed trail, to a filehandle or a new file (0600). */
+	struct clip_error *e = NULL;
+	struct file_arg f = file_arg(aTHX_ file, O_WRONLY | O_CREAT | O_EXCL, "clip_audit_export");
+	int r = clip_audit_export(audit, f.fd, &e);
+
+	file_done(&f);
+	check(aTHX_ r, &e, "clip_audit_export");
 
 void
 _append(audit, event, source, source_level, target, target_level, name, length, sha256, decision, decided_by, reason)

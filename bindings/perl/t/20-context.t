@@ -5,7 +5,7 @@ use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use ClipTest;
-use Errno qw(ECHILD);
+use Errno qw(ECHILD EPERM);
 use Clip;
 
 my $ctx = do { local $ENV{CLIP_STATE_DIR} = '/srv/clip-from-env'; Clip::Context->new };
@@ -57,4 +57,18 @@ my $weak;
 	ok(defined $weak, 'context lifetime: alive in its scope');
 }
 ok(!defined $weak, 'context lifetime: freed when its scope ends');
+
+# The BPF LSM (tests/unit/test-lsm.c). This machine's kernel cannot load
+# BPF LSM programs: nothing is pinned, lsm_status says so, lsm_load is
+# refused with the library's error, and unloading nothing is no error.
+my $lsm = Clip::Context->new(state_dir => '/nonexistent/clip-lsm');
+is($lsm->lsm_status, 0, 'lsm status: not loaded');
+ok(eval { $lsm->lsm_unload; 1 }, 'lsm unload: nothing pinned is no error') or diag($@);
+my $e = refused(sub { $lsm->lsm_load }, 'Clip::Error::Permission', EPERM,
+	'lsm load refusal: the kernel refuses the programs (or not root)');
+if (is_host_root()) {
+	like($e->message, qr/refuses the BPF LSM's programs/, 'lsm load refusal: the message says why');
+	ok(!-e '/sys/fs/bpf/clip', 'lsm load refusal: no pin directory left');
+}
+is($lsm->lsm_status, 0, 'lsm status: still not loaded');
 done_testing;

@@ -8,7 +8,8 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use ClipTest;
 use Digest::SHA qw(sha256_hex);
-use Errno qw(ENOENT EINVAL);
+use Errno qw(ENOENT EINVAL E2BIG EACCES);
+use Time::HiRes ();
 use POSIX ();
 use Clip qw(:all);
 
@@ -142,6 +143,33 @@ ok(ref $@ && $@->isa('Clip::Error::Invalid') && $@->errno == EINVAL,
 	'transfer send refusal: no target');
 eval { Clip::Transfer->send(socket => "$d/run/low.sock", file => "$d/missing", to => 'mid') };
 ok(ref $@ && $@->isa('Clip::Error::NotFound'), 'transfer send refusal: no such document');
+
+# A cage's one-way report of a W^X refusal (tests/unit/test-agent.c's feed
+# tests): clipd records it as low's, the cage of the socket it came on,
+# whatever the subject names.
+Clip::Transfer->report(socket => "$d/run/low.sock", subject => '/data/high.py', error => EACCES,
+	text => 'mounted noexec');
+pass('transfer report: sent, one way');
+my @reports;
+for (1 .. 100) {
+	@reports = grep { /event=exec-refused/ } $core->audit_show;
+	last if @reports;
+	Time::HiRes::sleep(0.05);
+}
+is(scalar @reports, 1, 'transfer report: one exec-refused record in the trail');
+like($reports[0] // '', qr/ src=low .* name=\/data\/high\.py /,
+	'transfer report: recorded as the cage of its socket, with the subject');
+for my $bad ([kind => 0], [kind => 2], [error => -1], [text => "two\nlines"]) {
+	refused(sub { Clip::Transfer->report(socket => "$d/run/none.sock", subject => '/x',
+			error => EACCES, @$bad) }, 'Clip::Error::Invalid', EINVAL,
+		"transfer report refusal: $bad->[0] $bad->[1]");
+}
+refused(sub { Clip::Transfer->report(socket => "$d/run/none.sock", subject => 'a' x 1100) },
+	'Clip::Error::Invalid', E2BIG, 'transfer report refusal: a subject over 1024 bytes');
+refused(sub { Clip::Transfer->report(socket => "$d/run/none.sock", subject => '/x') },
+	'Clip::Error::NotFound', ENOENT, 'transfer report refusal: no mediator on that socket');
+refused(sub { Clip::Transfer->report(socket => "$d/run/low.sock") },
+	'Clip::Error::Invalid', EINVAL, 'transfer report refusal: no subject');
 
 # The audit log clipd wrote, verified through the binding once it stopped.
 kill 'TERM', $pid;

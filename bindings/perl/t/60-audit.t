@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The audit log: written through Clip::Audit as clipd writes it
 # (tests/integration/audit-append.c), then verified and shown, and refused
-# once edited (tests/unit/test-audit.c, tests/integration/audit-trail.sh).
+# once edited (tests/unit/test-audit.c, tests/integration/audit-trail.sh);
+# the signed trail exported and verified with the public key alone; the
+# audit role's side of a session that does not run.
 use v5.36;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use ClipTest;
-use Errno qw(EBADMSG EBUSY ENOENT EINVAL E2BIG ENOKEY);
+use Errno qw(EBADMSG EBUSY EEXIST ENOENT EINVAL E2BIG ENOKEY ESRCH);
 use Clip qw(:all);
 
 my $dir = scratch();
@@ -66,6 +68,58 @@ refused(sub { $w->append(event => 'request', name => 'n' x 5000) }, 'Clip::Error
 refused(sub { Clip::Audit->open($ctx, name => 'a/b') }, 'Clip::Error::Invalid', EINVAL,
 	'audit open refusal: a name with a slash');
 undef $w;
+
+# The signed trail: exported, then verified by a collector with the public
+# key alone (tests/integration/audit-trail.sh, "signed").
+my $key = $ctx->audit_public_key;
+like($key, qr/\A-----BEGIN PUBLIC KEY-----\n.*-----END PUBLIC KEY-----\n\z/s,
+	'audit public key: the PEM of the signing key');
+{
+	my $log = Clip::Audit->open($ctx);
+	$log->export("$dir/trail");
+	is((stat "$dir/trail")[2] & 07777, 0600, 'audit export: a new file, the caller\'s alone');
+	refused(sub { $log->export("$dir/trail") }, 'Clip::Error::Busy', EEXIST,
+		'audit export refusal: an existing file');
+	open(my $out, '>', "$dir/trail-fh") or die;
+	$log->export($out);
+	close $out;
+}
+is(scalar Clip::audit_verify_public("$dir/trail", $key), 3,
+	'audit verify public: the count, with the key alone');
+my ($n, @pub) = Clip::audit_verify_public("$dir/trail", $key);
+is_deeply([$n, @pub], [3, @records], 'audit verify public: the records in list context');
+open(my $trail, '<', "$dir/trail-fh") or die;
+is(scalar Clip::audit_verify_public($trail, $key), 3,
+	'audit verify public: a trail exported to a filehandle, read from one');
+close $trail;
+{
+	open(my $in, '<', "$dir/trail") or die;
+	my $t = do { local $/; <$in> };
+	(my $cut = $t) =~ s/name=doc-1/name=doc-9/ or die 'nothing to edit';
+	write_file("$dir/trail-edited", $cut);
+}
+refused(sub { Clip::audit_verify_public("$dir/trail-edited", $key) }, 'Clip::Error::Integrity',
+	EBADMSG, 'audit verify public refusal: an edited record');
+mkdir "$dir/state2", 0700;
+my $ctx2 = Clip::Context->new(state_dir => "$dir/state2");
+refused(sub { $ctx2->audit_public_key }, 'Clip::Error::NoKey', ENOKEY,
+	'audit public key refusal: no master key yet');
+Clip::Audit->open($ctx2)->append(event => 'request');
+refused(sub { Clip::audit_verify_public("$dir/trail", $ctx2->audit_public_key) },
+	'Clip::Error::Integrity', EBADMSG, 'audit verify public refusal: another machine\'s key');
+refused(sub { Clip::audit_verify_public("$dir/trail", 'not a key') }, 'Clip::Error::Invalid',
+	EINVAL, 'audit verify public refusal: not a PEM key');
+refused(sub { Clip::audit_verify_public("$dir/none", $key) }, 'Clip::Error::NotFound', ENOENT,
+	'audit verify public refusal: no trail');
+
+# The audit role's side: no runner of that session answers (the Python
+# binding's 09-session.py reads a running one's).
+refused(sub { $ctx->session_trail('nosuch', state_dir => "$dir/sessions") },
+	'Clip::Error::NotFound', ESRCH, 'session trail refusal: no such session running');
+refused(sub { $ctx->session_audit_key('nosuch', state_dir => "$dir/sessions") },
+	'Clip::Error::NotFound', ESRCH, 'session audit key refusal: no such session running');
+refused(sub { $ctx->session_audit_key("no\0such") }, 'Clip::Error::Invalid', EINVAL,
+	'session audit key refusal: a NUL byte in the name');
 
 # An edited record: the log no longer verifies.
 my $path = "$dir/state/audit.log";
