@@ -263,6 +263,10 @@ Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit
 
   say for $ctx->audit_show;
 
+  # A collector: the signed trail, checked with the public key alone.
+  Clip::Audit->open($ctx)->export('trail.log');
+  say Clip::audit_verify_public('trail.log', $ctx->audit_public_key), ' records';
+
 =head1 DESCRIPTION
 
 Clip binds the public C API of libclip (L<libclip(3)>): it links the shared
@@ -583,6 +587,7 @@ usual plain croak.
 =head1 SEE ALSO
 
 L<libclip(3)>, L<clip-ctx(3)>, L<clip-level(3)>, L<clip-label(3)>,
-L<clip-exec(3)>, L<clip-transfer(3)>, L<clip-audit(3)>, L<clipctl(1)>.
+L<clip-exec(3)>, L<clip-transfer(3)>, L<clip-audit(3)>, L<clip-session(3)>, L<clip-lsm(3)>,
+L<clipctl(1)>.
 
 =cut
