@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # The transfer client against a real clipd (the one just built): the
 # delivered and refused scenarios of tests/integration/transfer-e2e.sh,
-# through the binding, then the audit log clipd wrote, verified.
+# through the binding, then the audit log clipd wrote, verified; a cage's
+# report; a session runner's trail read as its audit role reads it.
 use v5.36;
 use Test::More;
 use FindBin;
 use lib "$FindBin::Bin/lib";
 use ClipTest;
 use Digest::SHA qw(sha256_hex);
-use Errno qw(ENOENT EINVAL E2BIG EACCES);
+use Errno qw(ENOENT EINVAL E2BIG EACCES EBADMSG ESRCH);
 use Time::HiRes ();
 use POSIX ();
 use Clip qw(:all);
@@ -47,9 +48,9 @@ sub start ($log, @cmd) {
 	} // '';
 	return ($pid, $line);
 }
-my ($pid, $agent_pid);
+my ($pid, $agent_pid, $session_pid);
 END {
-	for my $p ($agent_pid, $pid) {
+	for my $p ($session_pid, $agent_pid, $pid) {
 		next unless $p;
 		kill 'TERM', $p;
 		waitpid($p, 0);
@@ -170,6 +171,51 @@ refused(sub { Clip::Transfer->report(socket => "$d/run/none.sock", subject => '/
 	'Clip::Error::NotFound', ENOENT, 'transfer report refusal: no mediator on that socket');
 refused(sub { Clip::Transfer->report(socket => "$d/run/low.sock") },
 	'Clip::Error::Invalid', EINVAL, 'transfer report refusal: no subject');
+
+# The audit role's side of a running session (clipd --session, the runner):
+# its trail read through the runner, verified with the key the runner
+# gives, which is this machine's. A document sent on low's socket from
+# outside the cage is recorded as low's, delivered or (as the host's root,
+# not the cage's uid) refused: the trail's record.
+mkdir "$d/sess-state", 0700;
+write_file("$d/t.session", <<"EOF");
+[Session]
+Name=plsess
+StateDirectory=$d/sess
+[Cage]
+Name=low
+Level=s0
+DataDirectory=data/low
+DataEncryption=none
+[Cage]
+Name=high
+Level=s2
+DataDirectory=data/high
+DataEncryption=none
+[Transfer]
+Rule=low high allow
+EOF
+($session_pid, $line) = start("$d/session.log", $clipd, '--session', "$d/t.session",
+	'--state-dir', "$d/sess-state");
+is($line, "READY=1\n", 'session trail: the runner is ready') or diag(`cat $d/session.log`);
+my $sctx = Clip::Context->new(state_dir => "$d/sess-state");
+eval { Clip::Transfer->send(socket => "$d/sess/run/low/transfer.sock", file => $doc, to => 'high') };
+my $skey = $sctx->session_audit_key('plsess', state_dir => "$d/sess");
+is($skey, $sctx->audit_public_key, 'session audit key: the runner\'s, this machine\'s key');
+my $sfh = $sctx->session_trail('plsess', state_dir => "$d/sess");
+my ($sn, @srecords) = Clip::audit_verify_public($sfh, $skey);
+close $sfh;
+ok($sn >= 1 && $sn == @srecords, "session trail: it verifies with that key ($sn records)");
+ok((grep { / src=low / } @srecords), 'session trail: the record of low\'s socket is in it')
+	or diag(join("\n", @srecords));
+refused(sub { Clip::audit_verify_public($sctx->session_trail('plsess', state_dir => "$d/sess"),
+		$core->audit_public_key) }, 'Clip::Error::Integrity', EBADMSG,
+	'session trail refusal: another machine\'s key does not verify it');
+kill 'TERM', $session_pid;
+waitpid($session_pid, 0);
+$session_pid = 0;
+refused(sub { $sctx->session_trail('plsess', state_dir => "$d/sess") }, 'Clip::Error::NotFound',
+	ESRCH, 'session trail refusal: the runner is gone');
 
 # The audit log clipd wrote, verified through the binding once it stopped.
 kill 'TERM', $pid;
