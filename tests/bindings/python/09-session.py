@@ -111,48 +111,6 @@ def test_a_collected_session_stops(ctx, tmp_path):
         clip.Session.attach_cage(ctx, "py", "low")
 
 
-def test_watch_the_feed(session, ctx, tmp_path):
-    """clip.Watch follows the session's feed: a transfer delivered and one
-    denied, as the runner (this process) reports them."""
-    with pytest.raises(clip.NotFoundError):
-        clip.Watch(ctx, "py", str(tmp_path / "session"))
-    session.start()
-    got = []
-    # The runner answers the watch request from dispatch(): ask from a thread.
-    t = threading.Thread(target=lambda: got.append(
-        clip.Watch(ctx, "py", str(tmp_path / "session"))))
-    t.start()
-    while t.is_alive():
-        with selectors.DefaultSelector() as sel:
-            sel.register(session, selectors.EVENT_READ)
-            sel.select(0.05)
-        while session.dispatch():
-            pass
-    t.join()
-    with got[0] as watch:
-        doc = tmp_path / "doc.txt"
-        doc.write_text("a document\n")
-        assert send_from(session, "low", "high", doc, tmp_path)[1] == "delivered doc.txt\n"
-        assert send_from(session, "high", "low", doc, tmp_path)[1].startswith("denied")
-        events = []
-        for _ in range(50):
-            while session.dispatch():
-                pass
-            e = watch.read()
-            while e is not None:
-                events.append(e)
-                e = watch.read()
-            if any(e.type == clip.FEED_TRANSFER_DENIED for e in events):
-                break
-            time.sleep(0.05)
-    kinds = [(e.type_name, e.cage, e.target) for e in events]
-    assert ("transfer-delivered", "low", "high") in kinds, kinds
-    assert ("transfer-denied", "high", "low") in kinds, kinds
-    assert all(e.seq > 0 and e.time > 0 for e in events)
-    with pytest.raises(clip.BadFileError):
-        watch.read()
-
-
 def ask_runner(session, request):
     """Call @request from a thread while this process, the runner, answers it
     from dispatch(); what it returned, or raise what it raised."""
@@ -176,6 +134,36 @@ def ask_runner(session, request):
     if not ok:
         raise value
     return value
+
+
+def test_watch_the_feed(session, ctx, tmp_path):
+    """clip.Watch follows the session's feed: a transfer delivered and one
+    denied, as the runner (this process) reports them."""
+    with pytest.raises(clip.NotFoundError):
+        clip.Watch(ctx, "py", str(tmp_path / "session"))
+    session.start()
+    with ask_runner(session, lambda: clip.Watch(ctx, "py", str(tmp_path / "session"))) as watch:
+        doc = tmp_path / "doc.txt"
+        doc.write_text("a document\n")
+        assert send_from(session, "low", "high", doc, tmp_path)[1] == "delivered doc.txt\n"
+        assert send_from(session, "high", "low", doc, tmp_path)[1].startswith("denied")
+        events = []
+        for _ in range(50):
+            while session.dispatch():
+                pass
+            e = watch.read()
+            while e is not None:
+                events.append(e)
+                e = watch.read()
+            if any(e.type == clip.FEED_TRANSFER_DENIED for e in events):
+                break
+            time.sleep(0.05)
+    kinds = [(e.type_name, e.cage, e.target) for e in events]
+    assert ("transfer-delivered", "low", "high") in kinds, kinds
+    assert ("transfer-denied", "high", "low") in kinds, kinds
+    assert all(e.seq > 0 and e.time > 0 for e in events)
+    with pytest.raises(clip.BadFileError):
+        watch.read()
 
 
 def test_the_audit_role_reads_the_signed_trail(session, ctx, tmp_path):
