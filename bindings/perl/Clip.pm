@@ -96,6 +96,11 @@ package Clip::Context {
 	sub session_audit_key ($self, $session, %opt) {
 		return $self->_session_audit_key($session, $opt{state_dir});
 	}
+
+	# Down whatever became of its runner: 0 stopped by it, 1 what a gone one left.
+	sub session_down ($self, $session, %opt) {
+		return $self->_session_down($session, $opt{state_dir});
+	}
 }
 
 # A trail stream checked with the public key alone: the count, or in list
@@ -530,6 +535,16 @@ names it).
 
 The PEM public key that signs that session's trail, as
 C<session_trail>.
+
+=item $ctx->session_down($session, state_dir => $dir)
+
+Takes the session down whatever became of its runner
+(L<clip-session(3)>, C<clip_session_down>): asks the runner to stop it
+and returns 0 once it has; when no runner answers (it was killed), stops
+the cages it left and removes the keys of the levels it had unlocked,
+and returns 1. Croaks C<Clip::Error::NotFound> (ESRCH) when there is no
+runner and nothing left, C<Clip::Error::Busy> (EBUSY) when a runner holds
+the state directory but does not answer.
 
 =back
 

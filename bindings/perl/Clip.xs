@@ -793,6 +793,22 @@ _session_audit_key(ctx, session, state_dir)
     OUTPUT:
 	RETVAL
 
+int
+_session_down(ctx, session, state_dir)
+	Clip::Context ctx
+	SV *session
+	SV *state_dir
+    CODE:
+	struct clip_error *e = NULL;
+	const char *s = cstr(aTHX_ session, "clip_session_down (session)");
+	const char *d = cstr(aTHX_ state_dir, "clip_session_down (state_dir)");
+	int r = clip_session_down(ctx, s, d, &e);
+
+	check(aTHX_ r, &e, "clip_session_down");
+	RETVAL = r;
+    OUTPUT:
+	RETVAL
+
 MODULE = Clip		PACKAGE = Clip::Level
 
 Clip::Level

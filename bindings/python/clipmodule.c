@@ -3639,41 +3639,53 @@ Session_control(PyObject *cls, PyObject *args, PyObject *kwds)
 	return d;
 }
 
-/* The audit role's side: 0 the trail (an fd), 1 the public key (a str). */
+/*
+ * A session's client without a request of its own: 0 the trail (an fd),
+ * 1 the public key (a str), the audit role's; 2 the session down (a bool).
+ */
 static PyObject *
-session_audit_role(PyObject *args, PyObject *kwds, int what)
+session_client(PyObject *args, PyObject *kwds, int what)
 {
+	static const char *const formats[] = { "O!s|O&:get_trail", "O!s|O&:get_audit_key",
+					       "O!s|O&:down" };
 	static char *kwlist[] = { "ctx", "session", "state_dir", NULL };
 	PyObject *ctx;
 	struct path_arg state_dir = { NULL };
 	const char *session;
-	if (!PyArg_ParseTupleAndKeywords(
-		    args, kwds, what == 0 ? "O!s|O&:get_trail" : "O!s|O&:get_audit_key", kwlist,
-		    &ContextType, &ctx, &session, optional_path_converter, &state_dir))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, formats[what], kwlist, &ContextType, &ctx,
+					 &session, optional_path_converter, &state_dir))
 		return NULL;
+	struct clip_ctx *c = ((ContextObject *)ctx)->ctx;
 	struct clip_error *err = NULL;
 	char *pem = NULL;
 	int fd = -1, r;
-	WITHOUT_GIL(r = what == 0 ? clip_session_get_trail(((ContextObject *)ctx)->ctx, session,
-							   path_str(&state_dir), &fd, &err)
-				  : clip_session_get_audit_key(((ContextObject *)ctx)->ctx, session,
-							       path_str(&state_dir), &pem, &err));
+	WITHOUT_GIL(
+		r = what == 0 ? clip_session_get_trail(c, session, path_str(&state_dir), &fd, &err)
+		    : what == 1 ? clip_session_get_audit_key(c, session, path_str(&state_dir), &pem,
+							     &err)
+				: clip_session_down(c, session, path_str(&state_dir), &err));
 	path_done(&state_dir);
 	if (r < 0)
 		return raise_clip(r, err);
-	return what == 0 ? PyLong_FromLong(fd) : take_string(pem);
+	return what == 0 ? PyLong_FromLong(fd) : what == 1 ? take_string(pem) : PyBool_FromLong(r);
 }
 
 static PyObject *
 Session_get_trail(PyObject *cls, PyObject *args, PyObject *kwds)
 {
-	return session_audit_role(args, kwds, 0);
+	return session_client(args, kwds, 0);
 }
 
 static PyObject *
 Session_get_audit_key(PyObject *cls, PyObject *args, PyObject *kwds)
 {
-	return session_audit_role(args, kwds, 1);
+	return session_client(args, kwds, 1);
+}
+
+static PyObject *
+Session_down(PyObject *cls, PyObject *args, PyObject *kwds)
+{
+	return session_client(args, kwds, 2);
 }
 
 static PyObject *
@@ -3724,6 +3736,10 @@ static PyMethodDef Session_methods[] = {
 	{ "get_audit_key", KW(Session_get_audit_key) | METH_CLASS,
 	  "get_audit_key(ctx, session, state_dir=None) -> str: the PEM public key that signs a "
 	  "running session's trail." },
+	{ "down", KW(Session_down) | METH_CLASS,
+	  "down(ctx, session, state_dir=None) -> bool: take a session down whatever became of "
+	  "its runner: False when the runner stopped it, True when none answered and what it "
+	  "left (its cages, its levels' keys) was taken down." },
 	{ "format", (PyCFunction)Session_format, METH_NOARGS,
 	  "format() -> str: the session's file form." },
 	{ "set_state_dir", (PyCFunction)Session_set_state_dir, METH_VARARGS,

@@ -211,11 +211,25 @@ ok((grep { / src=low / } @srecords), 'session trail: the record of low\'s socket
 refused(sub { Clip::audit_verify_public($sctx->session_trail('plsess', state_dir => "$d/sess"),
 		$core->audit_public_key) }, 'Clip::Error::Integrity', EBADMSG,
 	'session trail refusal: another machine\'s key does not verify it');
-kill 'TERM', $session_pid;
+is($sctx->session_down('plsess', state_dir => "$d/sess"), 0, 'session down: the runner stopped it');
 waitpid($session_pid, 0);
+is($?, 0, 'session down: the runner exited, and well');
 $session_pid = 0;
 refused(sub { $sctx->session_trail('plsess', state_dir => "$d/sess") }, 'Clip::Error::NotFound',
 	ESRCH, 'session trail refusal: the runner is gone');
+# A runner killed: down takes down what it left, once.
+($session_pid, $line) = start("$d/session2.log", $clipd, '--session', "$d/t.session",
+	'--state-dir', "$d/sess-state");
+is($line, "READY=1\n", 'session down: a runner again') or diag(`cat $d/session2.log`);
+kill 'KILL', $session_pid;
+waitpid($session_pid, 0);
+$session_pid = 0;
+is($sctx->session_down('plsess', state_dir => "$d/sess"), 1,
+	'session down: the runner was killed, its cages are stopped');
+refused(sub { $sctx->session_down('plsess', state_dir => "$d/sess") }, 'Clip::Error::NotFound',
+	ESRCH, 'session down refusal: nothing left');
+refused(sub { $sctx->session_down("no\0such") }, 'Clip::Error::Invalid', EINVAL,
+	'session down refusal: a NUL in the name');
 
 # The audit log clipd wrote, verified through the binding once it stopped.
 kill 'TERM', $pid;

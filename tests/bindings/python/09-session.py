@@ -188,13 +188,42 @@ def test_the_audit_role_reads_the_signed_trail(session, ctx, tmp_path):
     with os.fdopen(fd, "rb") as trail:
         assert clip.audit_verify_public(trail, key, records.append) == len(records) >= 1
     assert any("src=low" in r and "name=doc.txt" in r for r in records), records
+    # No runner of that name (in its own state directory: in this one the
+    # runner, this process, would be asked and never answer, not dispatching).
     with pytest.raises(clip.NotFoundError) as e:
-        clip.Session.get_trail(ctx, "other", state)
+        clip.Session.get_trail(ctx, "other", str(tmp_path / "other"))
     assert e.value.errno == errno.ESRCH
     with pytest.raises(clip.InvalidError):
         clip.Session.get_audit_key(ctx, "Bad Name", state)
     with pytest.raises(TypeError):
         clip.Session.get_trail("not a context", "py", state)
+
+
+def test_down(session, ctx, tmp_path):
+    """Session.down(): the runner (this process) stops the session and it
+    answers False; nothing left, ESRCH; a bad name, EINVAL."""
+    state = str(tmp_path / "session")
+    session.start()
+    got = []
+    t = threading.Thread(target=lambda: got.append(clip.Session.down(ctx, "py", state)))
+    t.start()
+    # The runner (this process) answers until the stop it was asked ends it.
+    with pytest.raises(clip.StateError):
+        for _ in range(400):
+            with selectors.DefaultSelector() as sel:
+                sel.register(session, selectors.EVENT_READ)
+                sel.select(0.05)
+            while session.dispatch():
+                pass
+    t.join()
+    assert got == [False]
+    with pytest.raises(clip.NotFoundError):
+        clip.Session.attach_cage(ctx, "py", "low")
+    with pytest.raises(clip.NotFoundError) as e:
+        clip.Session.down(ctx, "py", state_dir=state)
+    assert e.value.errno == errno.ESRCH
+    with pytest.raises(clip.InvalidError):
+        clip.Session.down(ctx, "Bad Name", state)
 
 
 def test_set_secret(ctx, tmp_path):
