@@ -3357,7 +3357,10 @@ Session_set_secret(SessionObject *self, PyObject *arg)
 			return NULL;
 		r = clip_session_set_secret(self->session, PyBytes_AS_STRING(b),
 					    (size_t)PyBytes_GET_SIZE(b), &err);
-		explicit_bzero(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+		/* Wiped when this call holds it alone: CPython shares the bytes objects
+		   of one byte (b"a" everywhere in the interpreter), never to be wiped. */
+		if (Py_REFCNT(b) == 1)
+			explicit_bzero(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
 		Py_DECREF(b);
 		return none_or_raise(r, err);
 	}

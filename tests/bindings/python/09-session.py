@@ -235,6 +235,10 @@ def test_set_secret(ctx, tmp_path):
     s.set_secret(secret)
     secret[:] = bytes(len(secret))  # the caller's copy, wiped: the session kept its own
     s.set_secret("un secret accentué")
+    # A one-character str: its UTF-8 is CPython's shared b"q", which must
+    # come out of the call as it went in (the binding wipes only its copies).
+    s.set_secret("q")
+    assert bytes([113])[0] == 113 and "q".encode()[0] == 113, "the shared b'q' was wiped"
     s.set_secret(memoryview(b"x" * 4096))
     s.set_secret(None)
     with pytest.raises(clip.InvalidError) as e:
