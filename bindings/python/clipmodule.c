@@ -2233,6 +2233,7 @@ typedef struct {
 	PyObject_HEAD struct clip_cage *cage;
 	PyObject *ctx;
 	PyObject *on_denial; /* the cage's denial function is ours while set */
+	bool of_session; /* Session.get_cage(): its denials are the session's feed's */
 } CageObject;
 
 typedef struct {
@@ -2257,7 +2258,21 @@ cage_wrap(struct clip_cage *cage, PyObject *ctx)
 	o->cage = cage;
 	o->ctx = Py_NewRef(ctx);
 	o->on_denial = NULL;
+	o->of_session = false;
 	return (PyObject *)o;
+}
+
+/* A session's cage: its runner reads its denials into the feed, nobody else. */
+static int
+denials_ours(CageObject *self)
+{
+	if (!self->of_session)
+		return 0;
+	raise_errno_message(BusyError, -EBUSY,
+			    "the session reads this cage's Landlock denials into its feed: "
+			    "follow them with clip.Watch",
+			    -1);
+	return -1;
 }
 
 static PyObject *
@@ -2689,7 +2704,7 @@ Cage_set_on_denial(CageObject *self, PyObject *value, void *closure)
 		PyErr_SetString(PyExc_TypeError, "on_denial must be a callable(what) or None");
 		return -1;
 	}
-	if (cage_open(self) < 0)
+	if (cage_open(self) < 0 || denials_ours(self) < 0)
 		return -1;
 	bool set = value && value != Py_None;
 	int r = clip_cage_set_denial_fn(self->cage, set ? cage_denial : NULL, set ? self : NULL);
@@ -2719,7 +2734,7 @@ raise_denials(int r)
 static PyObject *
 Cage_denial_fileno(CageObject *self, PyObject *unused)
 {
-	if (cage_open(self) < 0)
+	if (cage_open(self) < 0 || denials_ours(self) < 0)
 		return NULL;
 	int r = clip_cage_get_denial_fd(self->cage);
 	if (r < 0)
@@ -2730,7 +2745,7 @@ Cage_denial_fileno(CageObject *self, PyObject *unused)
 static PyObject *
 Cage_read_denials(CageObject *self, PyObject *unused)
 {
-	if (cage_open(self) < 0)
+	if (cage_open(self) < 0 || denials_ours(self) < 0)
 		return NULL;
 	/* With the GIL: it does not wait, and on_denial is called from it. */
 	int r = clip_cage_read_denials(self->cage);
@@ -3527,7 +3542,10 @@ Session_get_cage(SessionObject *self, PyObject *args)
 		snprintf(buf, sizeof(buf), "no cage '%.64s' in a started session", name);
 		return raise_errno_message(NotFoundError, -ENOENT, buf, -1);
 	}
-	return cage_wrap(clip_cage_ref(cage), self->ctx);
+	PyObject *o = cage_wrap(clip_cage_ref(cage), self->ctx);
+	if (o)
+		((CageObject *)o)->of_session = true;
+	return o;
 }
 
 static PyObject *

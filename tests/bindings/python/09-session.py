@@ -199,6 +199,22 @@ def test_the_audit_role_reads_the_signed_trail(session, ctx, tmp_path):
         clip.Session.get_trail("not a context", "py", state)
 
 
+def test_a_session_s_cage_keeps_its_denials_for_the_feed(session):
+    """A cage of a session: its runner reads its Landlock denials into the
+    feed; taking them (on_denial, read_denials, denial_fileno) would leave
+    the session's watchers without them, and is refused."""
+    session.start()
+    cage = session.get_cage("low")
+    with pytest.raises(clip.BusyError) as e:
+        cage.on_denial = print
+    assert e.value.errno == errno.EBUSY and "clip.Watch" in str(e.value)
+    with pytest.raises(clip.BusyError):
+        cage.read_denials()
+    with pytest.raises(clip.BusyError):
+        cage.denial_fileno()
+    assert cage.on_denial is None
+
+
 def test_down(session, ctx, tmp_path):
     """Session.down(): the runner (this process) stops the session and it
     answers False; nothing left, ESRCH; a bad name, EINVAL."""
