@@ -819,8 +819,16 @@ clip_session_down(struct clip_ctx *ctx, const char *session, const char *state_d
 	dir = session_state_path_for(ctx, session, state_dir);
 	if (!dir)
 		return api_return(-ENOMEM, reterr);
-	fd = dir_open_walk(dir, false, "session state directory", NULL);
-	if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0) {
+	/* Cages are named SESSION.CAGE in the context's registry: nothing is
+	   stopped by this name without this state directory, and its lock. */
+	fd = dir_open_walk(dir, false, "session state directory", reterr);
+	if (fd == -ENOENT)
+		return api_return(error_set(reterr, -ESRCH, "session '%s' is not running (no %s)",
+					    session, dir),
+				  reterr);
+	if (fd < 0)
+		return api_return(fd, reterr);
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		r = errno == EWOULDBLOCK
 			    ? error_set(reterr, -EBUSY,
 					"session '%s': a runner holds %s but does not answer: it "
@@ -830,7 +838,7 @@ clip_session_down(struct clip_ctx *ctx, const char *session, const char *state_d
 		return api_return(r, reterr);
 	}
 	cages = down_cages(ctx, session);
-	keys = fd >= 0 ? session_crypt_lock_leftovers(ctx, session, fd) : 0;
+	keys = session_crypt_lock_leftovers(ctx, session, fd);
 	if (cages < 0 || keys < 0)
 		return api_return(error_set(reterr, cages < 0 ? cages : keys,
 					    "session '%s': its runner is gone, and what it left "

@@ -114,7 +114,7 @@ dir_stream(int fd)
  * its processes: the removal is tried again while the kernel says its
  * files are busy, which evicts what they held. 0, 1 (files still open
  * elsewhere: they stay readable until closed), 2 (other users hold it),
- * or -errno; a key already gone is 0.
+ * or -errno: -ENOKEY when it was not there (a reboot since, say).
  */
 static int
 key_remove(int fd, const uint8_t id[FSCRYPT_ID_SIZE])
@@ -128,7 +128,7 @@ key_remove(int fd, const uint8_t id[FSCRYPT_ID_SIZE])
 		if (r == -ENOKEY)
 			r = 0;
 	}
-	return r == -ENOKEY ? 0 : r;
+	return r;
 }
 
 /*
@@ -197,6 +197,8 @@ session_crypt_lock(struct clip_session *s, struct session_cage *c)
 	c->key_held = false;
 	if (!key_shared(s, c) && !test_hook_disabled("session-data-lock")) {
 		r = key_remove(c->key_fd, c->key_id);
+		if (r == -ENOKEY)
+			r = 0;
 		if (r == 1)
 			log_warning(s->ctx,
 				    "session '%s': level data of cage '%s' locked, but files in %s "
@@ -280,9 +282,16 @@ lock_leftover(struct clip_ctx *ctx, const char *session, int dir, const char *na
 			"session '%s': %s is no longer on the filesystem its key was added to: "
 			"record %s left alone",
 			session, path, name);
-		return -EXDEV;
+		return -EBADMSG;
 	}
 	r = key_remove(parent, id);
+	if (r == -ENOKEY) {
+		/* Not there (removed by hand, or the machine restarted since): nothing to lock. */
+		log_debug(ctx, "session '%s': the key recorded for %s is gone already", session,
+			  path);
+		(void)unlinkat(dir, name, 0);
+		return 0;
+	}
 	if (r < 0) {
 		log_err(ctx, "session '%s': cannot remove the key of level data under %s: %s",
 			session, path, strerror(-r));
@@ -290,8 +299,11 @@ lock_leftover(struct clip_ctx *ctx, const char *session, int dir, const char *na
 	}
 	log_warning(ctx,
 		    "session '%s': level data under %s was left unlocked by a runner that "
-		    "is gone: locked%s",
-		    session, path, r == 1 ? ", but files are still open elsewhere" : "");
+		    "is gone: %s",
+		    session, path,
+		    r == 1   ? "locked, but files are still open elsewhere"
+		    : r == 2 ? "its claim removed, but other users still hold the key"
+			     : "locked");
 	(void)unlinkat(dir, name, 0);
 	return 1;
 }
@@ -322,7 +334,8 @@ session_crypt_lock_leftovers(struct clip_ctx *ctx, const char *session, int stat
 			r = k;
 	}
 	closedir(d);
-	return n > 0 || r == 0 ? n : r;
+	/* One left unlocked is a failure, whatever the others did. */
+	return r < 0 ? r : n;
 }
 
 /* 1 when the directory @fd has no entry, 0 when it has one, or -errno. */

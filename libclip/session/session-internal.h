@@ -190,7 +190,8 @@ void session_crypt_lock(struct clip_session *s, struct session_cage *c);
 /*
  * The keys recorded in the state directory @state_fd (locked by the
  * caller) that no runner removed, a killed one's: removed. The number
- * removed, or -errno.
+ * removed, or -errno when one could not be (the others are, and the log
+ * says which).
  */
 int session_crypt_lock_leftovers(struct clip_ctx *ctx, const char *session, int state_fd);
 void session_secret_free(struct clip_session *s);

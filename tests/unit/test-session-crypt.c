@@ -634,6 +634,14 @@ Test(session_crypt, down_takes_a_killed_runner_s_cage_and_locks_its_level)
 	cr_assert(key_record(name), "the runner recorded no key");
 	snprintf(state, sizeof(state), "%s/state", tmp);
 
+	/* Another state directory, none there: not this session's cages, whatever their names. */
+	assert_errno(clip_session_down(ctx, "crypt", "/nonexistent/state", &e), -ESRCH);
+	e = clip_error_free(e);
+	cr_assert_eq(clip_cage_attach(&cage, ctx, "crypt.low", NULL), 0,
+		     "down through another state directory stopped the cage");
+	cage = clip_cage_unref(cage);
+	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_PRESENT);
+
 	/* A runner starting holds the lock: down waits for nobody and touches nothing. */
 	fd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(fd, 0);
@@ -707,5 +715,27 @@ Test(session_crypt, down_leaves_a_key_record_that_leads_elsewhere)
 		stop_after_start(ctx);
 		cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_ABSENT);
 	}
+	clip_ctx_unref(ctx);
+}
+
+/* A record whose key is gone already (removed by hand, a reboot since): dropped, nothing locked. */
+Test(session_crypt, down_drops_the_record_of_a_key_gone_already)
+{
+	struct clip_ctx *ctx = setup();
+	uint8_t id[FSCRYPT_ID_SIZE];
+	char state[700], name[256];
+	int m;
+
+	killed_runner();
+	cr_assert(key_record(name));
+	cr_assert_eq(hex_decode(strchr(name, '-') + 1, FSCRYPT_ID_SIZE, id), 0);
+	m = open_dir(".");
+	cr_assert_geq(fscrypt_remove_key(m, id, true), 0);
+	close(m);
+	cr_assert_eq(key_status("low"), FSCRYPT_KEY_STATUS_ABSENT);
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	/* The cage it left is stopped: 1; the record goes without a word of locking. */
+	cr_assert_eq(clip_session_down(ctx, "crypt", state, NULL), 1);
+	cr_assert_not(key_record(name), "the record of a key gone already is left");
 	clip_ctx_unref(ctx);
 }
