@@ -284,6 +284,22 @@ session_answer_text(int fd, const char *text)
 	(void)send(fd, text, strlen(text), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
+/*
+ * A change's answer: its error, or "ok" when it was done and recorded; a
+ * change done whose record failed (@recorded < 0) says so, -EIO: the
+ * trail lacks it, and the asker is the one to know.
+ */
+static void
+session_answer_change(int fd, int result, const struct clip_error *e, int recorded)
+{
+	if (result < 0)
+		session_answer_error(fd, result, e ? clip_error_get_message(e) : strerror(-result));
+	else if (recorded < 0)
+		session_answer_error(fd, -EIO, "done, but not recorded in the audit trail");
+	else
+		session_answer_text(fd, "ok\n");
+}
+
 /* "error ERRNO MESSAGE", the message on one line. */
 void
 session_answer_error(int fd, int r, const char *message)
@@ -396,12 +412,9 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 		/* Reads: they change nothing, and are not recorded. */
 	} else if ((handled = session_roles_change(s, req, &e)) != 0) {
 		/* Recorded before it is answered: an "ok" is in the trail already. */
-		session_roles_audit(s, ctl->conns[i].uid, roles, req, handled);
-		if (handled < 0)
-			session_answer_error(fd, handled,
-					     e ? clip_error_get_message(e) : strerror(-handled));
-		else
-			session_answer_text(fd, "ok\n");
+		session_answer_change(
+			fd, handled, e,
+			session_roles_audit(s, ctl->conns[i].uid, roles, req, handled));
 	} else if (strcmp(req, "watch") == 0) {
 		/* The connection stays open: the session's events stream on it. */
 		session_watch_add(s, fd);
@@ -418,11 +431,8 @@ control_request(struct clip_session *s, size_t i, struct clip_error **reterr)
 	} else if (strncmp(req, "restart ", 8) == 0) {
 		int r = clip_session_restart_cage(s, req + 8, 0, &e);
 
-		session_roles_audit(s, ctl->conns[i].uid, roles, req, r);
-		if (r < 0)
-			session_answer_error(fd, r, e ? clip_error_get_message(e) : strerror(-r));
-		else
-			session_answer_text(fd, "ok\n");
+		session_answer_change(fd, r, e,
+				      session_roles_audit(s, ctl->conns[i].uid, roles, req, r));
 	} else if (strcmp(req, "stop") == 0) {
 		/* Answered once done: the client's "ok" means nothing is left. */
 		int r;

@@ -265,9 +265,12 @@ void session_remember_file(struct clip_session *s, const char *path);
 void session_answer_text(int fd, const char *text);
 void session_answer_error(int fd, int r, const char *message);
 
-/* Record a request that changes the session in the audit trail, with who asked it. */
-void session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const char *req,
-			 int result);
+/*
+ * Record a request that changes the session in the audit trail, with who
+ * asked it and @result: 0, or -EIO when the record could not be written.
+ */
+int session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const char *req,
+			int result);
 
 /*
  * session-run.c: the cage @cage_name (SESSION.CAGE) left registered by a

@@ -535,7 +535,7 @@ session_roles_change(struct clip_session *s, const char *req, struct clip_error 
 	return 1;
 }
 
-void
+int
 session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const char *req, int result)
 {
 	char who[32], request[CLIP_SESSION_NAME_MAX + 16];
@@ -551,12 +551,15 @@ session_roles_audit(struct clip_session *s, uid_t uid, unsigned roles, const cha
 	};
 
 	if (!s->audit || test_hook_disabled("session-control-audit"))
-		return;
+		return 0;
 	snprintf(who, sizeof(who), "uid %u", (unsigned)uid);
 	snprintf(request, sizeof(request), "%s", req);
-	if (clip_audit_append(s->audit, &entry, NULL) < 0)
+	if (clip_audit_append(s->audit, &entry, NULL) < 0) {
 		log_err(s->ctx, "session '%s': cannot record the request '%s' of uid %u", s->name,
 			request, (unsigned)uid);
+		return -EIO;
+	}
+	return 0;
 }
 
 /* -- the client ------------------------------------------------------- */
