@@ -571,20 +571,26 @@ mediator_flush(struct clip_mediator *m)
 		log_err(m->ctx, "cannot audit a transfer, refusing it: %s",
 			clip_error_get_message(error));
 	/*
-	 * 2. The documents linked in, their inboxes synced below. A record
+	 * 2. The documents linked in, their inboxes synced below. A decision
 	 * that another's commit may have cut since it was written (a role's
 	 * request, an export, the answer to a flood: audit_cuts()) is not on
-	 * disk as far as anyone knows: its transfer fails as when the sync
-	 * above fails, whatever it decided.
+	 * disk as far as anyone knows: its delivery fails, as when the sync
+	 * above fails. When that sync succeeded, the decision may be on disk
+	 * all the same (synced by another before the cut), so a record says
+	 * the transfer failed. A refusal stays a refusal: nothing moved.
 	 */
 	for (struct finished *f = m->finished; f; f = f->next) {
-		if (r == 0 && f->audit_cuts == audit_cuts(m->audit)) {
-			if (!f->deliver)
-				continue;
-		} else {
+		if (!f->deliver)
+			continue;
+		if (r < 0) {
 			f->deliver = false;
 			mediator_outcome_set(&f->o, PROTO_STATUS_FAILED, -EIO, "failed", "mediator",
 					     "the audit log cannot be written");
+			continue;
+		}
+		if (f->audit_cuts != audit_cuts(m->audit)) {
+			f->deliver = false;
+			finished_failed(m, f, -EIO, NULL, "the audit log cannot be written");
 			continue;
 		}
 		clip_error_free(error);

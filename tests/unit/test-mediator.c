@@ -1328,13 +1328,16 @@ Test(mediator, answers_wait_for_the_sync_of_their_records_and_documents, .timeou
 	test_world_teardown(&w);
 }
 
+/* [0]: decisions to allow; [1]: transfers of doc.txt recorded as failed. */
 static int
 count_allowed(const char *record, void *userdata)
 {
 	unsigned *n = userdata;
 
 	if (strstr(record, "event=decision ") && strstr(record, " decision=allow "))
-		(*n)++;
+		n[0]++;
+	if (strstr(record, "event=failed ") && strstr(record, " name=doc.txt "))
+		n[1]++;
 	return 0;
 }
 
@@ -1350,7 +1353,7 @@ Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered, .timeou
 	struct clip_transfer *t;
 	struct test_world w;
 	struct stat st;
-	unsigned allowed = 0;
+	unsigned allowed[2] = { 0 };
 	int src, null;
 
 	world_setup(&w, "low high allow\n", 60000);
@@ -1389,11 +1392,12 @@ Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered, .timeou
 	}
 	clip_transfer_unref(t);
 
-	/* The trail verifies, and holds no decision to allow it. */
+	/* The trail verifies, holds no decision to allow it, and says it failed. */
 	cr_assert_eq(
-		clip_audit_verify(w.ctx, w.dfd, "audit.log", count_allowed, &allowed, NULL, NULL),
+		clip_audit_verify(w.ctx, w.dfd, "audit.log", count_allowed, allowed, NULL, NULL),
 		0);
-	cr_assert_eq(allowed, 0, "a decision to allow is in the trail");
+	cr_assert_eq(allowed[0], 0, "a decision to allow is in the trail");
+	cr_assert_eq(allowed[1], 1, "the failure is not in the trail");
 	test_world_teardown(&w);
 }
 
