@@ -118,10 +118,13 @@ pid_cache_reset(void)
 	atomic_store_explicit(&pid_cache, 0, memory_order_relaxed);
 }
 
+/* Whether fork()'s child resets the cache: without that, nothing is cached. */
+static bool pid_cache_usable;
+
 static void
 pid_cache_install(void)
 {
-	(void)pthread_atfork(NULL, NULL, pid_cache_reset);
+	pid_cache_usable = pthread_atfork(NULL, NULL, pid_cache_reset) == 0;
 }
 
 pid_t
@@ -134,7 +137,8 @@ pid_cached(void)
 		return pid;
 	(void)pthread_once(&once, pid_cache_install);
 	pid = getpid();
-	atomic_store_explicit(&pid_cache, pid, memory_order_relaxed);
+	if (pid_cache_usable)
+		atomic_store_explicit(&pid_cache, pid, memory_order_relaxed);
 	return pid;
 }
 

@@ -239,14 +239,17 @@ label_mac(struct clip_ctx *ctx, const struct file_identity *id, unsigned flags,
  * The BPF LSM learns a file's level from here only: once the library has
  * written the label, or verified it (doc/lsm.md). A label that no longer
  * verifies leaves the last verified level in place: the stricter rule for
- * a file someone tampered with.
+ * a file someone tampered with. A verification asks whether the LSM is
+ * loaded as this process saw it within the second (lsm_active_recently());
+ * a label set or removed, rare, and changing what the kernel should know,
+ * asks now (@verified false).
  */
 static void
-label_to_lsm(struct clip_ctx *ctx, int fd, const struct clip_level *level)
+label_to_lsm(struct clip_ctx *ctx, int fd, const struct clip_level *level, bool verified)
 {
 	int r;
 
-	if (test_hook_disabled("lsm-files") || !lsm_active_recently())
+	if (test_hook_disabled("lsm-files") || !(verified ? lsm_active_recently() : lsm_active()))
 		return;
 	r = level ? lsm_inode_set(fd, level) : lsm_inode_forget(fd);
 	if (r < 0)
@@ -295,7 +298,7 @@ label_set(struct clip_ctx *ctx, int fd, const struct clip_level *level, unsigned
 	}
 	log_debug(ctx, "labelled inode %llu as %s (%s)", (unsigned long long)st.stx_ino, text,
 		  xattr_name(flags));
-	label_to_lsm(ctx, fd, level);
+	label_to_lsm(ctx, fd, level, false);
 	return 0;
 }
 
@@ -357,7 +360,7 @@ label_get(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_level **ret,
 				 "label does not verify: it was copied from another file, "
 				 "edited, or made with another key");
 	}
-	label_to_lsm(ctx, fd, level);
+	label_to_lsm(ctx, fd, level, true);
 	*ret = steal_ptr(level);
 	return 0;
 }
@@ -423,7 +426,7 @@ label_remove(struct clip_ctx *ctx, int fd, unsigned flags, struct clip_error **r
 					 xattr_name(flags));
 		return error_set_errno(reterr, r, "cannot remove %s", xattr_name(flags));
 	}
-	label_to_lsm(ctx, fd, NULL);
+	label_to_lsm(ctx, fd, NULL, false);
 	return 0;
 }
 

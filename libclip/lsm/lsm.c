@@ -60,32 +60,42 @@ lsm_active(void)
 	return stat(PIN(LSM_MAP_TASKS), &st) == 0;
 }
 
-/* lsm_active_recently()'s answer, and until when it holds (CLOCK_MONOTONIC_COARSE, ns). */
-static _Atomic uint64_t active_checked_until;
-static _Atomic bool active_seen;
+/*
+ * lsm_active_recently()'s answer and until when it holds
+ * (CLOCK_MONOTONIC_COARSE, ns), in one word so that they change together:
+ * the answer in the lowest bit. A forget bumps the generation, so that a
+ * thread that asked before it cannot store its stale answer after it.
+ */
+static _Atomic uint64_t active_until;
+static _Atomic uint64_t active_generation;
 
 bool
 lsm_active_recently(void)
 {
 	struct timespec ts;
-	uint64_t ns;
+	uint64_t ns, seen = atomic_load_explicit(&active_until, memory_order_acquire), gen;
+	bool active;
 
 	/* The coarse clock (a tick's precision) reads in a fifth of the time. */
 	(void)clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	ns = (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-
-	if (ns < atomic_load_explicit(&active_checked_until, memory_order_acquire))
-		return atomic_load_explicit(&active_seen, memory_order_relaxed);
-	atomic_store_explicit(&active_seen, lsm_active(), memory_order_relaxed);
-	atomic_store_explicit(&active_checked_until, ns + 1000000000, memory_order_release);
-	return atomic_load_explicit(&active_seen, memory_order_relaxed);
+	if (ns < (seen >> 1))
+		return seen & 1;
+	gen = atomic_load_explicit(&active_generation, memory_order_acquire);
+	active = lsm_active();
+	/* Kept only if nobody forgot meanwhile, and nobody else stored a newer one. */
+	if (atomic_load_explicit(&active_generation, memory_order_acquire) == gen)
+		(void)atomic_compare_exchange_strong(&active_until, &seen,
+						     ((ns + 1000000000) << 1) | active);
+	return active;
 }
 
 /* A load or an unload in this process: its next label asks again. */
 static void
 lsm_active_forget(void)
 {
-	atomic_store_explicit(&active_checked_until, 0, memory_order_release);
+	atomic_fetch_add_explicit(&active_generation, 1, memory_order_acq_rel);
+	atomic_store_explicit(&active_until, 0, memory_order_release);
 }
 
 /* The pinned map @name, O_CLOEXEC: its fd, or -errno (-EOPNOTSUPP when the LSM is not loaded). */

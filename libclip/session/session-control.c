@@ -675,6 +675,7 @@ session_control_request(struct clip_ctx *ctx, const char *session, const char *s
 			const char *request, int timeout_ms, struct clip_error **reterr)
 {
 	_cleanup_close_ int fd = session_control_connect(ctx, session, state_dir, reterr);
+	int r;
 
 	if (fd < 0)
 		return fd;
@@ -682,9 +683,13 @@ session_control_request(struct clip_ctx *ctx, const char *session, const char *s
 	if (send(fd, request, strlen(request), MSG_NOSIGNAL) < 0 && errno != EPIPE &&
 	    errno != ECONNRESET)
 		return error_set_errno(reterr, -errno, "session '%s': cannot send", session);
-	if (wait_readable(fd, now_ms() + timeout_ms) == -ETIMEDOUT)
+	r = wait_readable(fd, now_ms() + timeout_ms);
+	if (r == -ETIMEDOUT)
 		return error_set(reterr, -ESRCH, "session '%s': no answer within %d s", session,
 				 timeout_ms / 1000);
+	if (r < 0)
+		return error_set_errno(reterr, r, "session '%s': cannot wait for the answer",
+				       session);
 	return steal_fd(fd);
 }
 

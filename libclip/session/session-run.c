@@ -298,8 +298,14 @@ session_stop_leftover(struct clip_ctx *ctx, const char *session, const char *cag
 	struct clip_cage *old = NULL;
 	int r;
 
-	if (clip_cage_attach(&old, ctx, cage_name, NULL) < 0)
+	r = clip_cage_attach(&old, ctx, cage_name, &e);
+	if (r == -ENODATA || r == -ENOENT)
 		return 0;
+	if (r < 0) {
+		log_err(ctx, "session '%s': cannot reach the leftover cage %s: %s", session,
+			cage_name, clip_error_get_message(e));
+		return r;
+	}
 	log_warning(ctx,
 		    "session '%s': cage %s was left running by a runner that is gone: stopping it",
 		    session, cage_name);
