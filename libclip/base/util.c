@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -54,6 +55,25 @@ hex_decode(const char *in, size_t n, uint8_t *out)
 		out[i] = (uint8_t)(hi << 4 | (lo & 0x0f));
 	}
 	return good ? 0 : -EINVAL;
+}
+
+/* A stream on the directory @fd, which stays the caller's; NULL with errno set. */
+DIR *
+dir_stream(int fd)
+{
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	DIR *d;
+
+	if (dup_fd < 0)
+		return NULL;
+	d = fdopendir(dup_fd);
+	if (!d) {
+		int saved = errno;
+
+		close(dup_fd);
+		errno = saved;
+	}
+	return d;
 }
 
 int

@@ -2,6 +2,7 @@
 /* Small internal helpers shared by the modules. */
 #pragma once
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,9 @@ void hex_encode(const uint8_t *in, size_t n, char *out);
 int hex_decode(const char *in, size_t n, uint8_t *out);
 
 /* Whether @fd was opened with O_PATH: 1, 0, or -errno (-EBADF). */
+/* A readdir() stream on a duplicate of the directory @fd (CLOEXEC), which stays the caller's; NULL with errno set. */
+DIR *dir_stream(int fd);
+
 int fd_is_opath(int fd);
 
 /* Append little-endian integers to a buffer with a bound; see mac.c. */

@@ -431,13 +431,9 @@ cage_list(struct clip_ctx *ctx, char ***ret, struct clip_error **reterr)
 	}
 	if (dir < 0)
 		return dir;
-	fd = dup(dir);
-	dp = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!dp) {
-		if (fd >= 0)
-			close(fd);
+	dp = dir_stream(dir);
+	if (!dp)
 		return -ENOMEM;
-	}
 	names = calloc(1, sizeof(char *));
 	while (names && (d = readdir(dp))) {
 		size_t len = strlen(d->d_name);

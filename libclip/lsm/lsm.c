@@ -457,7 +457,7 @@ pins_remove(void)
 	dfd = open(CLIP_LSM_PIN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(dup(dfd));
+	d = dir_stream(dfd);
 	if (!d)
 		return -errno;
 	while ((e = readdir(d)))

@@ -89,25 +89,6 @@ key_shared(const struct clip_session *s, const struct session_cage *c)
 	return false;
 }
 
-/* A stream on the directory @fd, which stays the caller's; NULL with errno set. */
-static DIR *
-dir_stream(int fd)
-{
-	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	DIR *d;
-
-	if (dup_fd < 0)
-		return NULL;
-	d = fdopendir(dup_fd);
-	if (!d) {
-		int saved = errno;
-
-		close(dup_fd);
-		errno = saved;
-	}
-	return d;
-}
-
 /*
  * Remove the key @id from the filesystem of @fd (every user's claim when
  * root: nobody keeps the level open). The cage's mounts go shortly after

@@ -111,14 +111,16 @@ def test_a_collected_session_stops(ctx, tmp_path):
         clip.Session.attach_cage(ctx, "py", "low")
 
 
-def ask_runner(session, request):
-    """Call @request from a thread while this process, the runner, answers it
-    from dispatch(); what it returned, or raise what it raised."""
+def ask_runner(session, ctx, request):
+    """Call @request(c) from a thread, c a context of its own like @ctx (a
+    context is not thread-safe), while this process, the runner, answers it
+    from dispatch() (until a request stops the session); what it returned,
+    or raise what it raised."""
     got = []
 
     def run():
         try:
-            got.append((True, request()))
+            got.append((True, request(clip.Context(state_dir=ctx.state_dir, log=False))))
         except Exception as e:  # noqa: BLE001 - raised again below
             got.append((False, e))
     t = threading.Thread(target=run)
@@ -127,8 +129,11 @@ def ask_runner(session, request):
         with selectors.DefaultSelector() as sel:
             sel.register(session, selectors.EVENT_READ)
             sel.select(0.05)
-        while session.dispatch():
-            pass
+        try:
+            while session.dispatch():
+                pass
+        except clip.StateError:
+            break  # the request stopped the session: its answer is sent
     t.join()
     ok, value = got[0]
     if not ok:
@@ -142,7 +147,8 @@ def test_watch_the_feed(session, ctx, tmp_path):
     with pytest.raises(clip.NotFoundError):
         clip.Watch(ctx, "py", str(tmp_path / "session"))
     session.start()
-    with ask_runner(session, lambda: clip.Watch(ctx, "py", str(tmp_path / "session"))) as watch:
+    with ask_runner(session, ctx,
+                    lambda c: clip.Watch(c, "py", str(tmp_path / "session"))) as watch:
         doc = tmp_path / "doc.txt"
         doc.write_text("a document\n")
         assert send_from(session, "low", "high", doc, tmp_path)[1] == "delivered doc.txt\n"
@@ -181,8 +187,8 @@ def test_the_audit_role_reads_the_signed_trail(session, ctx, tmp_path):
     doc = tmp_path / "doc.txt"
     doc.write_text("a document\n")
     assert send_from(session, "low", "high", doc, tmp_path)[1] == "delivered doc.txt\n"
-    fd = ask_runner(session, lambda: clip.Session.get_trail(ctx, "py", state))
-    key = ask_runner(session, lambda: clip.Session.get_audit_key(ctx, "py", state))
+    fd = ask_runner(session, ctx, lambda c: clip.Session.get_trail(c, "py", state))
+    key = ask_runner(session, ctx, lambda c: clip.Session.get_audit_key(c, "py", state))
     assert key == ctx.audit_public_key()
     records = []
     with os.fdopen(fd, "rb") as trail:
@@ -220,19 +226,7 @@ def test_down(session, ctx, tmp_path):
     answers False; nothing left, ESRCH; a bad name, EINVAL."""
     state = str(tmp_path / "session")
     session.start()
-    got = []
-    t = threading.Thread(target=lambda: got.append(clip.Session.down(ctx, "py", state)))
-    t.start()
-    # The runner (this process) answers until the stop it was asked ends it.
-    with pytest.raises(clip.StateError):
-        for _ in range(400):
-            with selectors.DefaultSelector() as sel:
-                sel.register(session, selectors.EVENT_READ)
-                sel.select(0.05)
-            while session.dispatch():
-                pass
-    t.join()
-    assert got == [False]
+    assert ask_runner(session, ctx, lambda c: clip.Session.down(c, "py", state)) is False
     with pytest.raises(clip.NotFoundError):
         clip.Session.attach_cage(ctx, "py", "low")
     with pytest.raises(clip.NotFoundError) as e:
