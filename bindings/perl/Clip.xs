@@ -1282,6 +1282,9 @@ export(audit, file)
 	struct file_arg f = file_arg(aTHX_ file, O_WRONLY | O_CREAT | O_EXCL, "clip_audit_export");
 	int r = clip_audit_export(audit, f.fd, &e);
 
+	/* A new file made from a path: removed when the export failed, no partial trail left. */
+	if (r < 0 && f.owned)
+		(void)unlink(SvPV_nolen(file));
 	file_done(&f);
 	check(aTHX_ r, &e, "clip_audit_export");
 

@@ -323,6 +323,26 @@ file_done(struct file_arg *f)
 	f->owned = false;
 }
 
+/*
+ * After @r of the call that wrote to @f, a new file made from the path @o
+ * (O_CREAT | O_EXCL): removed when the call failed, so that no partial
+ * file is left; closed either way.
+ */
+static void
+file_done_made(struct file_arg *f, PyObject *o, int r)
+{
+	struct path_arg path = { NULL };
+
+	if (r < 0 && f->owned) {
+		if (path_converter(o, &path))
+			(void)unlink(path_str(&path));
+		else
+			PyErr_Clear();
+		path_done(&path);
+	}
+	file_done(f);
+}
+
 /* ------------------------------------------------------------------------ */
 /* What the objects that hold a handle or an fd share */
 
@@ -1508,7 +1528,7 @@ Context_open_envelope(ContextObject *self, PyObject *args)
 	int r;
 	WITHOUT_GIL(r = clip_transfer_open_envelope(self->ctx, target, fin.fd, fout.fd, &err));
 	file_done(&fin);
-	file_done(&fout);
+	file_done_made(&fout, out, r);
 	return none_or_raise(r, err);
 }
 
@@ -1880,7 +1900,7 @@ Audit_export(AuditObject *self, PyObject *arg)
 	struct clip_error *err = NULL;
 	int r;
 	WITHOUT_GIL(r = clip_audit_export(self->audit, f.fd, &err));
-	file_done(&f);
+	file_done_made(&f, arg, r);
 	return none_or_raise(r, err);
 }
 
