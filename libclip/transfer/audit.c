@@ -824,8 +824,13 @@ audit_syslog_records(struct clip_audit *audit, off_t from, off_t to)
 			memmove(buf, nl + 1, have);
 			continue;
 		}
-		if (from >= to || have >= AUDIT_LINE_MAX)
+		if (from >= to)
 			break;
+		if (have >= AUDIT_LINE_MAX) {
+			log_err(audit->ctx, "an audit record without its end: the rest of the "
+					    "batch is not sent to syslog");
+			break;
+		}
 		k = AUDIT_LINE_MAX - have;
 		if (to - from < k)
 			k = (ssize_t)(to - from);
