@@ -76,6 +76,18 @@ if [ -n "$denials" ]; then
 	expect 0 "low floods: 50 refused connections" -- ctl session exec demo low -- bash -c 'for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/9) 2>/dev/null; done; true'
 	sleep 1.2
 	expect 1 "one more, a second later" -- ctl session exec demo low -- bash -c 'exec 3<>/dev/tcp/127.0.0.1/9'
+	# The count comes with the next denial fed. A runner still reading the
+	# flood (a loaded machine) may have spent that second's token on it:
+	# one more, a second later each time, until the count is shown.
+	extra=0
+	while [ "$extra" -lt 4 ]; do
+		for _ in $(seq 10); do
+			grep -q 'more Landlock denials of this cage not shown' "$base/watch.out" && break 2
+			sleep 0.1
+		done
+		extra=$((extra + 1))
+		ctl session exec demo low -- bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' >/dev/null 2>&1
+	done
 fi
 side=$(ctl cage list 2>/dev/null | awk '$1 == "demo.side" { print $3 }')
 [ -n "$side" ] && kill -KILL "$side"
@@ -113,7 +125,7 @@ if [ -n "$denials" ]; then
 		ok "Landlock's refusal of low is in the watch" ||
 		not_ok "Landlock's refusal of low is in the watch"
 	n=$(grep -c '^cage-refused low ' "$base/watch.out")
-	[ "$n" -le 13 ] && ok "a flood of Landlock denials is fed boundedly ($n lines)" ||
+	[ "$n" -le $((13 + extra)) ] && ok "a flood of Landlock denials is fed boundedly ($n lines)" ||
 		not_ok "a flood of Landlock denials is fed boundedly ($n lines)"
 	grep -Eq '^cage-refused low \([0-9]+ more Landlock denials of this cage not shown' "$base/watch.out" &&
 		ok "the count of the Landlock denials not shown is fed" || not_ok "the count of the Landlock denials not shown is fed"
