@@ -79,7 +79,10 @@ if __name__ == "__main__":
     # /tmp/pytest-of-USER, which a rootless step's uid 0 does not own.
     basetemp = tempfile.mkdtemp(prefix="clip-pytest-")
     try:
-        rc = pytest.main(args + ["--basetemp", basetemp] + (sys.argv[1:] or [here]),
+        # A test stuck a minute: every thread's stack to stderr, which meson
+        # shows when the suite's time runs out (a hang seen once in CI).
+        rc = pytest.main(args + ["--basetemp", basetemp, "-o", "faulthandler_timeout=60"] +
+                         (sys.argv[1:] or [here]),
                          plugins=[tap])
     finally:
         shutil.rmtree(basetemp, ignore_errors=True)
