@@ -1348,7 +1348,7 @@ count_allowed(const char *record, void *userdata)
  * decision with it: its transfer must fail, not be delivered on the
  * strength of a record that is not there.
  */
-Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered, .timeout = 120)
+Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered)
 {
 	struct clip_transfer *t;
 	struct test_world w;
