@@ -9,6 +9,7 @@
 #include <string.h>
 #include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -226,6 +227,156 @@ Test(audit, check_returns_a_stale_anchor_and_a_torn_tail)
 	cr_assert_eq(warnings & CLIP_AUDIT_WARN_NOT_COUNTED, 0);
 	assert_errno(clip_audit_check(f.ctx, f.dfd, "t.log", NULL, NULL, &n, NULL, NULL), -EINVAL);
 	free(head);
+	log_teardown(&f);
+}
+
+/* The anchor's size on disk: its two lines padded with '\n' (audit.c, anchor_store()). */
+#define ANCHOR_SIZE 448
+
+static void
+append_n(struct log_fixture *f, unsigned n)
+{
+	struct clip_audit_entry e = { .size = sizeof(e), .event = "decision" };
+	struct clip_audit *a = NULL;
+
+	cr_assert_eq(clip_audit_open(&a, f->ctx, f->dfd, "t.log", 0, NULL), 0);
+	for (unsigned i = 0; i < n; i++)
+		cr_assert_eq(clip_audit_append(a, &e, NULL), 0);
+	clip_audit_unref(a);
+}
+
+static void
+assert_clean(struct log_fixture *f, uint64_t want)
+{
+	unsigned warnings = ~0u;
+	uint64_t n = 0;
+
+	cr_assert_eq(clip_audit_check(f->ctx, f->dfd, "t.log", NULL, NULL, &n, &warnings, NULL), 0);
+	cr_assert_eq(n, want);
+	cr_assert_eq(warnings, 0);
+}
+
+/*
+ * A commit rewrites the anchor where it is, at one size, as the count
+ * grows by a digit: one write and one sync, no new inode per commit.
+ */
+Test(audit, the_anchor_is_rewritten_in_place_at_one_size)
+{
+	struct log_fixture f;
+	struct stat before, after;
+
+	log_setup(&f, 1);
+	cr_assert_eq(fstatat(f.dfd, "t.log.head", &before, 0), 0);
+	cr_assert_eq(before.st_size, ANCHOR_SIZE);
+	append_n(&f, 12);
+	cr_assert_eq(fstatat(f.dfd, "t.log.head", &after, 0), 0);
+	cr_assert_eq(after.st_ino, before.st_ino, "the anchor was replaced, not rewritten");
+	cr_assert_eq(after.st_size, ANCHOR_SIZE);
+	assert_clean(&f, 13);
+	log_teardown(&f);
+}
+
+/* An anchor of an earlier version (its lines, no padding) verifies, and is then replaced. */
+Test(audit, an_anchor_without_padding_verifies_and_is_replaced_at_its_size)
+{
+	struct log_fixture f;
+	struct stat st;
+	char *head;
+	size_t n;
+
+	log_setup(&f, 2);
+	head = slurp(f.dfd, "t.log.head");
+	n = strlen(head);
+	while (n >= 2 && head[n - 1] == '\n' && head[n - 2] == '\n')
+		n--;
+	cr_assert_lt(n, ANCHOR_SIZE);
+	cr_assert_eq(write_file_atomic(f.dfd, "t.log.head", head, n, 0600, true), 0);
+	assert_clean(&f, 2);
+	append_n(&f, 1);
+	cr_assert_eq(fstatat(f.dfd, "t.log.head", &st, 0), 0);
+	cr_assert_eq(st.st_size, ANCHOR_SIZE);
+	assert_clean(&f, 3);
+	free(head);
+	log_teardown(&f);
+}
+
+/*
+ * A hard link to another file put in the anchor's place while the log is
+ * open: the next commit replaces the name, and writes nothing through it
+ * (test hook "anchor-own-file").
+ */
+Test(audit, an_anchor_planted_as_a_hard_link_is_replaced_not_written_through)
+{
+	struct log_fixture f;
+	struct clip_audit_entry e = { .size = sizeof(e), .event = "decision" };
+	struct clip_audit *a = NULL;
+	char victim[ANCHOR_SIZE + 1];
+	char *text;
+	int fd;
+
+	log_setup(&f, 1);
+	memset(victim, 'v', ANCHOR_SIZE);
+	victim[ANCHOR_SIZE] = '\0';
+	fd = openat(f.dfd, "victim", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, victim, ANCHOR_SIZE), ANCHOR_SIZE);
+	close(fd);
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	cr_assert_eq(linkat(f.dfd, "victim", f.dfd, "planted", 0), 0);
+	cr_assert_eq(renameat(f.dfd, "planted", f.dfd, "t.log.head"), 0);
+	cr_assert_eq(clip_audit_append(a, &e, NULL), 0);
+	clip_audit_unref(a);
+	text = slurp(f.dfd, "victim");
+	cr_assert_str_eq(text, victim, "the commit wrote through the planted link");
+	assert_clean(&f, 2);
+	free(text);
+	log_teardown(&f);
+}
+
+/*
+ * A reader of the anchor while its writer rewrites it in place: pread(2)
+ * is this file's, and its next @torn readings of inode @ino see a byte
+ * that is neither the old anchor's nor the new one's.
+ */
+static struct {
+	ino_t ino;
+	unsigned torn;
+} reader;
+
+ssize_t
+pread(int fd, void *buf, size_t n, off_t offset)
+{
+	ssize_t r = syscall(SYS_pread64, fd, buf, n, offset);
+	struct stat st;
+
+	if (r > 20 && reader.torn > 0 && fstat(fd, &st) == 0 && st.st_ino == reader.ino) {
+		reader.torn--;
+		((char *)buf)[20] ^= 1;
+	}
+	return r;
+}
+
+/* A reading torn by the writer is read again; one torn every time is an edit. */
+Test(audit, an_anchor_read_torn_is_read_again)
+{
+	struct log_fixture f;
+	struct stat st;
+	struct clip_error *e = NULL;
+	unsigned warnings;
+	uint64_t n;
+
+	log_setup(&f, 2);
+	cr_assert_eq(fstatat(f.dfd, "t.log.head", &st, 0), 0);
+	reader = (__typeof__(reader)){ .ino = st.st_ino, .torn = 2 };
+	assert_clean(&f, 2);
+	cr_assert_eq(reader.torn, 0);
+	reader.torn = 1000;
+	assert_errno(clip_audit_check(f.ctx, f.dfd, "t.log", NULL, NULL, &n, &warnings, &e),
+		     -EBADMSG);
+	cr_assert(strstr(clip_error_get_message(e), "does not verify"), "%s",
+		  clip_error_get_message(e));
+	clip_error_free(e);
+	reader.torn = 0;
 	log_teardown(&f);
 }
 
