@@ -39,8 +39,8 @@
 #define PENDING_PER_CONN 4
 /* Documents read at once, in all and per source cage (so that one cage
  * sending big documents leaves room for the others). */
-#define WORKERS_MAX 4
-#define WORKERS_PER_CAGE 2
+#define WORKERS_MAX 16
+#define WORKERS_PER_CAGE 8
 /* Deliveries waiting or running: beyond, a request is refused (busy). */
 #define JOBS_MAX 256
 /* Per connection: beyond, it is not read until one is done (back-pressure). */
