@@ -42,6 +42,11 @@ int level_key_derive(struct clip_ctx *ctx, const char *level, const void *secret
 int fscrypt_get_policy(int dirfd, uint8_t id[FSCRYPT_ID_SIZE]);
 /* Give the empty directory @dirfd the v2 policy above with the key @id: 0 or -errno. */
 int fscrypt_set_policy(int dirfd, const uint8_t id[FSCRYPT_ID_SIZE]);
+/*
+ * The identifier the kernel gives @key (HKDF-SHA512, as fs/crypto does),
+ * known before the key is added: 0 or -errno.
+ */
+int fscrypt_key_identifier(const uint8_t key[LEVEL_KEY_SIZE], uint8_t id[FSCRYPT_ID_SIZE]);
 /* Add @key to the filesystem of @fd; its identifier in @id: 0 or -errno. */
 int fscrypt_add_key(int fd, const uint8_t key[LEVEL_KEY_SIZE], uint8_t id[FSCRYPT_ID_SIZE]);
 /*

@@ -35,9 +35,10 @@ kdf(const char *name, OSSL_PARAM *params, uint8_t *out, size_t n)
 	return ok ? 0 : -EIO;
 }
 
+/* HKDF-SHA512 (RFC 5869); an empty @salt is HashLen zero bytes, as the RFC says. */
 static int
-hkdf_sha512(const void *ikm, size_t ikm_n, const char *salt, const char *info, uint8_t *out,
-	    size_t n)
+hkdf_sha512(const void *ikm, size_t ikm_n, const char *salt, const void *info, size_t info_n,
+	    uint8_t *out, size_t n)
 {
 	OSSL_PARAM p[5];
 
@@ -45,10 +46,21 @@ hkdf_sha512(const void *ikm, size_t ikm_n, const char *salt, const char *info, u
 	p[1] = sym_OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)ikm, ikm_n);
 	p[2] = sym_OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, (void *)salt,
 						     strlen(salt));
-	p[3] = sym_OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info,
-						     strlen(info));
+	p[3] = sym_OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *)info, info_n);
 	p[4] = sym_OSSL_PARAM_construct_end();
 	return kdf("HKDF", p, out, n);
+}
+
+int
+fscrypt_key_identifier(const uint8_t key[LEVEL_KEY_SIZE], uint8_t id[FSCRYPT_ID_SIZE])
+{
+	/* The kernel's (fs/crypto/hkdf.c): "fscrypt\0", then HKDF_CONTEXT_KEY_IDENTIFIER. */
+	static const uint8_t info[] = { 'f', 's', 'c', 'r', 'y', 'p', 't', 0, 1 };
+	int r = crypto_load(NULL);
+
+	if (r < 0)
+		return r;
+	return hkdf_sha512(key, LEVEL_KEY_SIZE, "", info, sizeof(info), id, FSCRYPT_ID_SIZE);
 }
 
 int
@@ -77,8 +89,8 @@ level_key_derive(struct clip_ctx *ctx, const char *level, const void *secret, si
 		OSSL_PARAM p[6];
 
 		/* The salt is secret too: per context (its master key) and level. */
-		r = hkdf_sha512(base, CLIP_KEY_SIZE, "libclip scrypt salt v1", info, salt,
-				sizeof(salt));
+		r = hkdf_sha512(base, CLIP_KEY_SIZE, "libclip scrypt salt v1", info, strlen(info),
+				salt, sizeof(salt));
 		p[0] = sym_OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PASSWORD,
 							     (void *)secret, n);
 		p[1] = sym_OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT, salt,
@@ -97,7 +109,8 @@ level_key_derive(struct clip_ctx *ctx, const char *level, const void *secret, si
 		}
 		ikm_n += 32;
 	}
-	r = hkdf_sha512(ikm, ikm_n, "libclip level data v1", info, out, LEVEL_KEY_SIZE);
+	r = hkdf_sha512(ikm, ikm_n, "libclip level data v1", info, strlen(info), out,
+			LEVEL_KEY_SIZE);
 	secure_wipe(ikm, sizeof(ikm));
 	if (r < 0) {
 		secure_wipe(out, LEVEL_KEY_SIZE);

@@ -403,8 +403,9 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 			    *copy3 = strdup(c->data_dir);
 	_cleanup_free_ char *level = NULL;
 	_cleanup_close_ int parent = -1, data = -1;
-	uint8_t key[LEVEL_KEY_SIZE];
+	uint8_t key[LEVEL_KEY_SIZE], kernel_id[FSCRYPT_ID_SIZE];
 	struct stat st;
+	bool shared;
 	int r;
 
 	if (c->data_encryption == CLIP_SESSION_DATA_NONE || c->key_held)
@@ -439,25 +440,58 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 	r = level_key_derive(s->ctx, level, s->secret, s->secret_size, key, reterr);
 	if (r < 0)
 		return r;
-	r = fscrypt_add_key(parent, key, c->key_id);
+	/*
+	 * Recorded before it is added, under the identifier the kernel will
+	 * give it: a crash between the two leaves a record of a key that is
+	 * not there, which `session down` drops (-ENOKEY), never a key that
+	 * no record names.
+	 */
+	r = fscrypt_key_identifier(key, c->key_id);
+	if (r < 0) {
+		secure_wipe(key, sizeof(key));
+		return error_set_errno(
+			reterr, r, "session '%s': cannot compute the identifier of a key", s->name);
+	}
+	c->key_dev = (uint64_t)st.st_dev;
+	shared = key_shared(s, c);
+	if (!test_hook_disabled("session-key-record-first")) {
+		r = key_record(s, c, dirname(copy3), reterr);
+		if (r < 0) {
+			secure_wipe(key, sizeof(key));
+			return r;
+		}
+	}
+	r = fscrypt_add_key(parent, key, kernel_id);
 	secure_wipe(key, sizeof(key));
-	if (r == -EOPNOTSUPP || r == -ENOTTY)
-		return error_set(reterr, -EOPNOTSUPP,
-				 "session '%s': data directory %s of cage '%s' is on a filesystem "
-				 "without encryption (ext4 needs -O encrypt): refused "
-				 "(DataEncryption=none in its [Cage] keeps it plain)",
-				 s->name, c->data_dir, c->name);
-	if (r < 0)
-		return error_set_errno(reterr, r,
-				       "session '%s': cannot add the key of level %s for data "
-				       "directory %s",
-				       s->name, level, c->data_dir);
+	if (r == 0 && memcmp(kernel_id, c->key_id, FSCRYPT_ID_SIZE) != 0) {
+		/* Not the key recorded: taken back, so that no key goes unrecorded. */
+		if (!shared)
+			(void)key_remove(parent, kernel_id);
+		r = error_set(reterr, -EIO,
+			      "session '%s': the kernel names the key of level %s otherwise than "
+			      "computed: not added",
+			      s->name, level);
+	} else if (r == -EOPNOTSUPP || r == -ENOTTY)
+		r = error_set(reterr, -EOPNOTSUPP,
+			      "session '%s': data directory %s of cage '%s' is on a filesystem "
+			      "without encryption (ext4 needs -O encrypt): refused "
+			      "(DataEncryption=none in its [Cage] keeps it plain)",
+			      s->name, c->data_dir, c->name);
+	else if (r < 0)
+		r = error_set_errno(reterr, r,
+				    "session '%s': cannot add the key of level %s for data "
+				    "directory %s",
+				    s->name, level, c->data_dir);
+	if (r < 0) {
+		if (!shared && s->state_fd >= 0)
+			key_unrecord(s->state_fd, c->key_dev, c->key_id);
+		return r;
+	}
+	if (test_hook_disabled("session-key-record-first"))
+		(void)key_record(s, c, dirname(copy3), NULL);
 	c->key_held = true;
 	c->key_fd = steal_fd(parent);
-	c->key_dev = (uint64_t)st.st_dev;
-	r = key_record(s, c, dirname(copy3), reterr);
-	if (r == 0)
-		r = check_policy(s, c, data, level, reterr);
+	r = check_policy(s, c, data, level, reterr);
 	if (r < 0) {
 		session_crypt_lock(s, c);
 		return r;

@@ -16,6 +16,7 @@
 #include <linux/fscrypt.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,6 +70,8 @@ cleanup(void)
 }
 
 TestSuite(session_crypt, .fini = cleanup);
+
+static bool key_record(char name[256]);
 
 static bool
 fscrypt_here(void)
@@ -423,7 +427,7 @@ Test(session_crypt, a_filesystem_without_encryption_is_refused)
 {
 	struct clip_ctx *ctx;
 	struct clip_session *s;
-	char path[700];
+	char path[700], name[256];
 	struct cage_spec onfs = low;
 
 	ctx = setup();
@@ -432,6 +436,8 @@ Test(session_crypt, a_filesystem_without_encryption_is_refused)
 	onfs.data = path;
 	s = session_make(0, ctx, &onfs, 1, NULL);
 	start_refused(s, -EOPNOTSUPP, "on a filesystem without encryption");
+	/* Recorded before the add, the record goes with the refusal. */
+	cr_assert_not(key_record(name), "a key record is left: %s", name);
 	clip_ctx_unref(ctx);
 }
 
@@ -615,6 +621,96 @@ key_record(char name[256])
 		}
 	closedir(d);
 	return found;
+}
+
+/*
+ * The FS_IOC_ADD_ENCRYPTION_KEY of a start, seen from inside while @on:
+ * whether the key's record was on disk already (its name in @before), and
+ * the identifier the kernel gave the key.
+ */
+static struct {
+	bool on;
+	unsigned adds;
+	bool recorded_first;
+	char before[256];
+	uint8_t id[FSCRYPT_ID_SIZE];
+	bool lie; /* the identifier the kernel gives is changed on its way back */
+} add_probe;
+
+int
+ioctl(int fd, unsigned long request, ...)
+{
+	bool probe = add_probe.on && request == FS_IOC_ADD_ENCRYPTION_KEY;
+	va_list ap;
+	void *arg;
+	int r;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (probe) {
+		add_probe.adds++;
+		add_probe.recorded_first = key_record(add_probe.before);
+	}
+	r = (int)syscall(SYS_ioctl, fd, request, arg);
+	if (probe && r == 0) {
+		uint8_t *id = ((struct fscrypt_add_key_arg *)arg)->key_spec.u.identifier;
+
+		memcpy(add_probe.id, id, FSCRYPT_ID_SIZE);
+		if (add_probe.lie)
+			id[0] ^= 1;
+	}
+	return r;
+}
+
+/*
+ * A key's record is written before the key is added, under the identifier
+ * the kernel then gives it: a runner killed between the two leaves a
+ * record `down` drops, never a key that no record names (test hook
+ * "session-key-record-first").
+ */
+Test(session_crypt, a_key_is_recorded_under_the_kernel_s_identifier_before_it_is_added)
+{
+	struct clip_ctx *ctx = setup();
+	struct clip_session *s = session_make(0, ctx, &low, 1, NULL);
+	uint8_t id[FSCRYPT_ID_SIZE];
+
+	add_probe.on = true;
+	start_ok(s);
+	add_probe.on = false;
+	cr_assert_eq(add_probe.adds, 1);
+	cr_assert(add_probe.recorded_first, "the key was added before its record was written");
+	cr_assert_eq(hex_decode(strchr(add_probe.before, '-') + 1, FSCRYPT_ID_SIZE, id), 0);
+	cr_assert_eq(memcmp(id, add_probe.id, FSCRYPT_ID_SIZE), 0,
+		     "the record names another key than the kernel's");
+	stop(0);
+	cr_assert_not(key_record(add_probe.before), "the record outlives the stop");
+	clip_ctx_unref(ctx);
+}
+
+/*
+ * A key the kernel names otherwise than computed is not taken as the
+ * level's: the start fails and no record is left (the kernel here only
+ * seems to: the answer is changed on its way back, so the key added stays,
+ * and is removed by hand).
+ */
+Test(session_crypt, a_key_the_kernel_names_otherwise_fails_the_start_and_leaves_no_record)
+{
+	struct clip_ctx *ctx = setup();
+	struct clip_session *s = session_make(0, ctx, &low, 1, NULL);
+	char name[256];
+	int m;
+
+	add_probe = (__typeof__(add_probe)){ .on = true, .lie = true };
+	start_refused(s, -EIO, "names the key of level s0 otherwise than computed");
+	add_probe.on = false;
+	cr_assert_not(key_record(name), "a key record is left: %s", name);
+	m = open_dir(".");
+	cr_assert_eq(fscrypt_key_status(m, add_probe.id), FSCRYPT_KEY_STATUS_PRESENT);
+	cr_assert_geq(fscrypt_remove_key(m, add_probe.id, true), 0);
+	cr_assert_eq(fscrypt_key_status(m, add_probe.id), FSCRYPT_KEY_STATUS_ABSENT);
+	close(m);
+	clip_ctx_unref(ctx);
 }
 
 /*
