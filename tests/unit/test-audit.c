@@ -17,6 +17,7 @@
 
 #include "base/util.h"
 #include "helpers.h"
+#include "sync-fault.h"
 #include "transfer/transfer-internal.h"
 
 struct log_fixture {
@@ -545,12 +546,10 @@ Test(audit, a_stream_of_another_machine_does_not_verify)
 
 /*
  * What the log sends to syslog, seen from inside: syslog(3) (and its
- * fortified twin, which the library calls) and fdatasync(2) are this
- * file's while @on, the latter failing @fail_syncs times.
+ * fortified twin, which the library calls) are this file's while @on.
  */
 static struct {
 	bool on;
-	unsigned fail_syncs;
 	char sent[1 << 16];
 	size_t n;
 } sys;
@@ -593,17 +592,6 @@ __syslog_chk(int priority, int flag, const char *fmt, ...)
 	(void)flag;
 }
 
-int
-fdatasync(int fd)
-{
-	if (sys.on && sys.fail_syncs > 0) {
-		sys.fail_syncs--;
-		errno = EIO;
-		return -1;
-	}
-	return (int)syscall(SYS_fdatasync, fd);
-}
-
 static unsigned
 count_in(const char *text, const char *what)
 {
@@ -636,7 +624,7 @@ Test(audit, a_record_cut_by_a_failed_sync_never_reaches_syslog)
 					      .target = "high",
 					      .name = names[i] };
 
-		sys.fail_syncs = i == 1;
+		test_sync_fault.fail = i == 1;
 		assert_errno(clip_audit_append(a, &e, NULL), i == 1 ? -EIO : 0);
 	}
 	sys.on = false;

@@ -24,6 +24,7 @@
 #include <clip/clip.h>
 
 #include "helpers.h"
+#include "sync-fault.h"
 #include "mediator-world.h"
 #include "transfer/proto.h"
 #include "transfer/transfer-internal.h"
@@ -1200,7 +1201,6 @@ static struct {
 	ino_t ino; /* the audit log */
 	bool audit_dirty, inbox_dirty;
 	unsigned records, datasyncs, answers, early;
-	unsigned fail_datasyncs; /* the next ones of the audit log fail with EIO */
 } order;
 
 static bool
@@ -1223,23 +1223,14 @@ write(int fd, const void *buf, size_t n)
 	return r;
 }
 
-int
-fdatasync(int fd)
+/* After each fdatasync() that succeeded (sync-fault.h). */
+static void
+audit_synced(int fd)
 {
-	int r;
-
-	if (order.fail_datasyncs > 0 && is_audit_log(fd)) {
-		order.fail_datasyncs--;
-		errno = EIO;
-		return -1;
-	}
-	r = (int)syscall(SYS_fdatasync, fd);
-
-	if (r == 0 && is_audit_log(fd)) {
+	if (is_audit_log(fd)) {
 		order.audit_dirty = false;
 		order.datasyncs++;
 	}
-	return r;
 }
 
 int
@@ -1290,6 +1281,7 @@ Test(mediator, answers_wait_for_the_sync_of_their_records_and_documents, .timeou
 	world_setup(&w, "low high allow\n", 60000);
 	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
 	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	test_sync_fault = (struct test_sync_fault){ .match = is_audit_log, .synced = audit_synced };
 	for (int i = 0; i < N; i++) {
 		char name[32];
 		int src = test_file(w.dir, "source", "a small document");
@@ -1359,6 +1351,7 @@ Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered)
 	world_setup(&w, "low high allow\n", 60000);
 	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
 	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	test_sync_fault = (struct test_sync_fault){ .match = is_audit_log, .synced = audit_synced };
 	src = test_file(w.dir, "source", "a small document");
 	t = start(&w, 0, "high", src, "doc.txt");
 	close(src);
@@ -1373,10 +1366,10 @@ Test(mediator, a_decision_cut_by_another_s_failed_sync_is_not_delivered)
 	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	cr_assert_geq(null, 0);
 	order.on = true;
-	order.fail_datasyncs = 1;
+	test_sync_fault.fail = 1;
 	assert_errno(clip_audit_export(w.audit, null, NULL), -EIO);
 	close(null);
-	cr_assert_eq(order.fail_datasyncs, 0, "the export did not sync the mediator's batch");
+	cr_assert_eq(test_sync_fault.fail, 0, "the export did not sync the mediator's batch");
 	order.on = false;
 
 	wait_for(&w, t);
@@ -1419,6 +1412,7 @@ Test(mediator, an_answer_over_the_rate_waits_for_the_sync_of_its_record)
 	world_setup_opts(&w, "low high allow\n", opts);
 	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
 	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	test_sync_fault = (struct test_sync_fault){ .match = is_audit_log, .synced = audit_synced };
 	for (int i = 0; i < 2; i++) {
 		int src = test_file(w.dir, "source", "a small document");
 
@@ -1470,6 +1464,7 @@ Test(mediator, a_reports_record_is_synced_without_another_transfer)
 	world_setup(&w, "low high allow\n", 60000);
 	cr_assert_eq(fstatat(w.dfd, "audit.log", &st, 0), 0);
 	order = (__typeof__(order)){ .dev = st.st_dev, .ino = st.st_ino };
+	test_sync_fault = (struct test_sync_fault){ .match = is_audit_log, .synced = audit_synced };
 	cr_assert_eq(clip_transfer_report(w.sock[0], CLIP_TRANSFER_REPORT_EXEC_REFUSED,
 					  "/data/x.py", EACCES, "mounted noexec", NULL),
 		     0);

@@ -35,6 +35,7 @@
 #include "base/util.h"
 #include "cage/cage-internal.h"
 #include "helpers.h"
+#include "sync-fault.h"
 #include "lsm/lsm.h"
 #include "transfer/proto.h"
 
@@ -645,19 +646,7 @@ static struct {
 	bool on;
 	char log[600], want[64];
 	unsigned answers, early;
-	unsigned fail_syncs; /* the next fdatasync()s fail, EIO: a record cut */
 } answer_probe;
-
-int
-fdatasync(int fd)
-{
-	if (answer_probe.on && answer_probe.fail_syncs > 0) {
-		answer_probe.fail_syncs--;
-		errno = EIO;
-		return -1;
-	}
-	return (int)syscall(SYS_fdatasync, fd);
-}
 
 ssize_t
 send(int fd, const void *buf, size_t n, int flags)
@@ -719,10 +708,11 @@ Test(session_run, a_change_whose_record_fails_is_answered_so)
 
 	world_new(&w, NULL, CLIP_SESSION_RESTART_NO);
 	world_start(&w);
-	answer_probe = (__typeof__(answer_probe)){ .on = true, .fail_syncs = 1 };
+	answer_probe = (__typeof__(answer_probe)){ .on = true };
+	test_sync_fault.fail = 1;
 	cr_assert_eq(pump_child(&w, control_child(&w, "stop mid", -EIO, false)), 0);
 	answer_probe.on = false;
-	cr_assert_eq(answer_probe.fail_syncs, 0, "the record was not synced");
+	cr_assert_eq(test_sync_fault.fail, 0, "the record was not synced");
 	/* Done all the same: mid is stopped. */
 	cr_assert_eq(pump_child(&w, control_child(&w, "start mid", 0, false)), 0);
 	world_free(&w);
