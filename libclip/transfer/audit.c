@@ -440,7 +440,71 @@ counter_check(struct clip_ctx *ctx, const char *name, const struct anchor *a, ui
 			 name, TPM_AUDIT_NV_INDEX, a->tpm, c);
 }
 
+/*
+ * Each whole line of the log at @fd from offset @from to @to (the end of
+ * the file when -1), its '\n' made a '\0', to @fn with its length, until
+ * @fn fails. *@ret_end: the offset after the last whole line. 0 at the
+ * end (*@ret_torn when a rest without its newline is left there), -E2BIG
+ * for a line of over AUDIT_LINE_MAX bytes, or -errno.
+ */
+static int
+lines_each(int fd, off_t from, off_t to, int (*fn)(char *line, size_t len, void *userdata),
+	   void *userdata, off_t *ret_end, bool *ret_torn)
+{
+	_cleanup_free_ char *untrusted_buf = malloc(AUDIT_LINE_MAX + 1);
+	off_t pos = from;
+	int r;
+
+	*ret_end = from;
+	*ret_torn = false;
+	if (!untrusted_buf)
+		return -ENOMEM;
+	/* Read from the first unconsumed byte each time: no copy of a partial line. */
+	for (;;) {
+		size_t want = AUDIT_LINE_MAX + 1, have, off = 0;
+		char *line, *nl;
+		ssize_t k;
+
+		if (to >= 0 && to - pos < (off_t)want)
+			want = (size_t)(to - pos);
+		k = want ? pread(fd, untrusted_buf, want, pos) : 0;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		have = (size_t)k;
+		while ((line = untrusted_buf + off), (nl = memchr(line, '\n', have - off))) {
+			size_t len = (size_t)(nl - line);
+
+			*nl = '\0';
+			r = fn(line, len, userdata);
+			if (r < 0)
+				return r;
+			off += len + 1;
+			pos += (off_t)len + 1;
+			*ret_end = pos;
+		}
+		if (k == 0)
+			return 0;
+		/* Short of the buffer: the end (of the file, or @to). A rest without newline is torn. */
+		if (have < AUDIT_LINE_MAX + 1) {
+			if (off < have) {
+				*ret_torn = true;
+				return 0;
+			}
+			continue;
+		}
+		if (off == 0)
+			return -E2BIG;
+	}
+}
+
 struct walk {
+	struct clip_ctx *ctx;
+	clip_audit_record_fn fn;
+	void *userdata;
+	struct clip_error **reterr;
+	bool failed; /* a record did not verify, or fn failed: the error is said */
 	uint64_t count;
 	uint8_t last[32];
 	off_t good_end; /* the end of the last good record */
@@ -449,63 +513,43 @@ struct walk {
 	uint8_t at_anchor[32]; /* the hash of record anchor_count */
 };
 
+static int
+walk_record(char *line, size_t len, void *userdata)
+{
+	struct walk *w = userdata;
+	uint8_t hash[32];
+	int r;
+
+	r = record_check(w->ctx, line, len, w->count + 1, w->last, hash, w->reterr);
+	if (r >= 0) {
+		w->count++;
+		memcpy(w->last, hash, 32);
+		if (w->count == w->anchor_count)
+			memcpy(w->at_anchor, hash, 32);
+		r = w->fn ? w->fn(line, w->userdata) : 0;
+	}
+	w->failed = r < 0;
+	return r;
+}
+
 /* Verify every record of the log at @fd from its start. */
 static int
 log_walk(struct clip_ctx *ctx, int fd, clip_audit_record_fn fn, void *userdata, struct walk *w,
 	 struct clip_error **reterr)
 {
-	_cleanup_free_ char *untrusted_buf = malloc(AUDIT_LINE_MAX + 1);
-	off_t pos = 0;
 	int r;
 
-	if (!untrusted_buf)
-		return -ENOMEM;
-	/* Read from the first unconsumed byte each time: no copy of a partial line. */
-	for (;;) {
-		ssize_t k = pread(fd, untrusted_buf, AUDIT_LINE_MAX + 1, pos);
-		size_t have, off = 0;
-		char *line, *nl;
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			return error_set_errno(reterr, -errno, "cannot read the audit log");
-		have = (size_t)k;
-		while ((line = untrusted_buf + off), (nl = memchr(line, '\n', have - off))) {
-			size_t len = (size_t)(nl - line);
-			uint8_t hash[32];
-
-			*nl = '\0';
-			r = record_check(ctx, line, len, w->count + 1, w->last, hash, reterr);
-			if (r < 0)
-				return r;
-			w->count++;
-			memcpy(w->last, hash, 32);
-			if (w->count == w->anchor_count)
-				memcpy(w->at_anchor, hash, 32);
-			if (fn) {
-				r = fn(line, userdata);
-				if (r < 0)
-					return r;
-			}
-			off += len + 1;
-			pos += (off_t)len + 1;
-			w->good_end = pos;
-		}
-		if (k == 0)
-			return 0;
-		/* A short read of a regular file is its end: a rest without newline is torn. */
-		if (have < AUDIT_LINE_MAX + 1) {
-			if (off < have) {
-				w->torn = true;
-				return 0;
-			}
-			continue;
-		}
-		if (off == 0)
-			return error_set(reterr, -EBADMSG, "record %" PRIu64 " is over %d bytes",
-					 w->count + 1, AUDIT_LINE_MAX);
-	}
+	w->ctx = ctx;
+	w->fn = fn;
+	w->userdata = userdata;
+	w->reterr = reterr;
+	r = lines_each(fd, 0, -1, walk_record, w, &w->good_end, &w->torn);
+	if (r >= 0 || w->failed)
+		return r;
+	if (r == -E2BIG)
+		return error_set(reterr, -EBADMSG, "record %" PRIu64 " is over %d bytes",
+				 w->count + 1, AUDIT_LINE_MAX);
+	return error_set_errno(reterr, r, "cannot read the audit log");
 }
 
 static int
@@ -879,6 +923,13 @@ audit_write(struct clip_audit *audit, const struct clip_audit_entry *e, struct c
 	return crypto_sha256(line, s.n - 1, audit->last);
 }
 
+static int
+syslog_record(char *line, size_t len, void *userdata)
+{
+	syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", line);
+	return 0;
+}
+
 /*
  * The records of the log from @from to @to, to syslog: once they are on
  * disk, so that a collector never holds a record the trail lost to a
@@ -888,45 +939,18 @@ audit_write(struct clip_audit *audit, const struct clip_audit_entry *e, struct c
 static void
 audit_syslog_records(struct clip_audit *audit, off_t from, off_t to)
 {
-	_cleanup_free_ char *buf = malloc(AUDIT_LINE_MAX + 1);
-	size_t have = 0;
+	bool torn;
+	off_t end;
+	int r;
 
-	if (!buf) {
-		log_err(audit->ctx, "out of memory: audit records not sent to syslog");
-		return;
-	}
-	for (;;) {
-		char *nl = memchr(buf, '\n', have);
-		ssize_t k;
-
-		if (nl) {
-			*nl = '\0';
-			syslog(LOG_AUTHPRIV | LOG_NOTICE, "clip-audit: %s", buf);
-			have -= (size_t)(nl + 1 - buf);
-			memmove(buf, nl + 1, have);
-			continue;
-		}
-		if (from >= to)
-			break;
-		if (have >= AUDIT_LINE_MAX) {
-			log_err(audit->ctx, "an audit record without its end: the rest of the "
-					    "batch is not sent to syslog");
-			break;
-		}
-		k = AUDIT_LINE_MAX - have;
-		if (to - from < k)
-			k = (ssize_t)(to - from);
-		k = pread(audit->fd, buf + have, (size_t)k, from);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			log_err(audit->ctx, "cannot read back audit records for syslog: %s",
-				k < 0 ? strerror(errno) : "end of file");
-			break;
-		}
-		from += k;
-		have += (size_t)k;
-	}
+	r = lines_each(audit->fd, from, to, syslog_record, NULL, &end, &torn);
+	if (r == -E2BIG || torn)
+		log_err(audit->ctx, "an audit record without its end: the rest of the batch is "
+				    "not sent to syslog");
+	else if (r < 0)
+		log_err(audit->ctx, "cannot read back audit records for syslog: %s", strerror(-r));
+	else if (end < to)
+		log_err(audit->ctx, "cannot read back audit records for syslog: end of file");
 }
 
 int

@@ -158,6 +158,26 @@ Test(audit, reordering_deletion_and_truncation_are_detected)
 	log_teardown(&f);
 }
 
+/* A line longer than any record is refused whole, not read as several. */
+Test(audit, a_line_over_the_record_size_is_refused)
+{
+	struct log_fixture f;
+	size_t n = 70000;
+	char *junk = malloc(n + 1);
+	int fd;
+
+	log_setup(&f, 2);
+	memset(junk, 'x', n);
+	junk[n] = '\n';
+	fd = openat(f.dfd, "t.log", O_WRONLY | O_APPEND | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, junk, n + 1), (ssize_t)n + 1);
+	close(fd);
+	verify_fails(&f, "record 3 is over 65536 bytes");
+	free(junk);
+	log_teardown(&f);
+}
+
 Test(audit, a_deleted_log_is_detected_by_its_anchor)
 {
 	struct log_fixture f;
