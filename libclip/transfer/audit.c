@@ -6,9 +6,8 @@
  * mac=MAC" where every value is %-escaped printable ASCII, HASH is the
  * SHA-256 of the previous record's line (zeros for the first) and MAC is
  * HMAC-SHA256(audit key, the line up to " mac="). The anchor, NAME.head:
- * "v1 count=N last=HASH mac=MAC" and its signed twin on a second line
- * (audit-sign.c), padded and rewritten in place after each commit
- * (anchor_store()).
+ * "v1 count=N last=HASH mac=MAC", replaced atomically after each append,
+ * and its signed twin on a second line (audit-sign.c).
  *
  * syslog(3) is used here on purpose: it is the audit trail going to the
  * system's log, not library chatter, which goes to the context's handler.
@@ -39,10 +38,6 @@
 #define AUDIT_LINE_MAX (16 * AUDIT_FIELD_MAX)
 #define AUDIT_HEAD_SUFFIX ".head"
 #define AUDIT_NAME_MAX 200
-/* Readings of an anchor that does not verify before it is called edited (anchor_read()). */
-#define ANCHOR_READS 5
-/* The largest anchor read: an earlier version's, or this one's padded (ANCHOR_SIZE). */
-#define ANCHOR_FILE_MAX 511
 /* The first version of struct clip_audit_entry ends after reason. */
 #define AUDIT_ENTRY_SIZE_V1 (offsetof(struct clip_audit_entry, reason) + sizeof(const char *))
 
@@ -199,15 +194,12 @@ anchor_format(struct clip_ctx *ctx, const struct anchor *a, char *out, size_t ma
 	return snprintf(out + n, max - (size_t)n, " mac=%s\n", mhex) + n;
 }
 
-/*
- * One reading of the anchor open at @fd: 1 when it verifies (in @a), 0
- * when it does not (or does not parse), < 0 on an error.
- */
 static int
-anchor_read_once(struct clip_ctx *ctx, int fd, const char *path, struct anchor *a,
-		 struct clip_error **reterr)
+anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
+	    struct clip_error **reterr)
 {
-	char untrusted_text[ANCHOR_FILE_MAX + 1], want[256];
+	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], untrusted_text[512], want[256];
+	_cleanup_close_ int fd = -1;
 	const char *nl;
 	struct anchor parsed;
 	uint8_t last[32];
@@ -215,17 +207,22 @@ anchor_read_once(struct clip_ctx *ctx, int fd, const char *path, struct anchor *
 	ssize_t n;
 	int k, r;
 
-	n = pread(fd, untrusted_text, sizeof(untrusted_text) - 1, 0);
+	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, name);
+	*a = (struct anchor){ 0 };
+	/* The anchor is text of a known length: a larger file is not one. */
+	fd = open_regular(dirfd, path, sizeof(untrusted_text) - 1, NULL, reterr);
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return error_set_errno(reterr, fd, "cannot open the anchor %s", path);
+	n = read(fd, untrusted_text, sizeof(untrusted_text) - 1);
 	if (n < 0)
 		return error_set_errno(reterr, -errno, "cannot read the anchor %s", path);
-	/* The padding (anchor_store()): every '\n' after the last line's own. */
-	while (n >= 2 && untrusted_text[n - 1] == '\n' && untrusted_text[n - 2] == '\n')
-		n--;
 	untrusted_text[n] = '\0';
 	k = sscanf(untrusted_text, "v1 count=%" SCNu64 " last=%64s tpm=%" SCNu64, &count, want,
 		   &tpm);
 	if (k < 2 || hex_decode(want, 32, last) < 0)
-		return 0;
+		return error_set(reterr, -EBADMSG, "the anchor %s is malformed", path);
 	parsed = (struct anchor){ .count = count, .bound = k == 3, .tpm = k == 3 ? tpm : 0 };
 	memcpy(parsed.last, last, 32);
 	k = anchor_format(ctx, &parsed, want, sizeof(want), reterr);
@@ -247,92 +244,13 @@ anchor_read_once(struct clip_ctx *ctx, int fd, const char *path, struct anchor *
 		parsed.is_signed = r;
 	}
 	if (!r)
-		return 0;
+		return error_set(reterr, -EBADMSG,
+				 "the anchor %s does not verify: it was edited, or made with "
+				 "another key",
+				 path);
 	*a = parsed;
 	a->present = true;
-	return 1;
-}
-
-/*
- * The anchor of log @name, verified; a->present false when there is none.
- * Its writer rewrites it in place (anchor_store()), and a read concurrent
- * with that write may see part of each: what does not verify is read
- * again, a few times, before it is called edited (as PostgreSQL's tools
- * read pg_control again when its CRC fails).
- */
-static int
-anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
-	    struct clip_error **reterr)
-{
-	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)];
-	_cleanup_close_ int fd = -1;
-	int r;
-
-	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, name);
-	*a = (struct anchor){ 0 };
-	/* The anchor is text of a known length: a larger file is not one. */
-	fd = open_regular(dirfd, path, ANCHOR_FILE_MAX, NULL, reterr);
-	if (fd == -ENOENT)
-		return 0;
-	if (fd < 0)
-		return error_set_errno(reterr, fd, "cannot open the anchor %s", path);
-	for (int attempt = 1;; attempt++) {
-		r = anchor_read_once(ctx, fd, path, a, reterr);
-		if (r != 0)
-			return r < 0 ? r : 0;
-		if (attempt == ANCHOR_READS)
-			break;
-		(void)nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
-	}
-	return error_set(reterr, -EBADMSG,
-			 "the anchor %s does not verify: it was edited, or made with "
-			 "another key",
-			 path);
-}
-
-/*
- * The anchor on disk: its two lines, then '\n's up to ANCHOR_SIZE, so that
- * every anchor of a log has one size. It is rewritten where it is, one
- * pwrite() at offset 0 and one fdatasync(): a write of less than 512
- * bytes inside the file's first sector, which a disk writes whole or not
- * at all (the assumption PostgreSQL makes of pg_control), and no size
- * change, so the sync writes that block and no metadata. The O_TMPFILE,
- * fsync(), rename() and fsync() of the directory it replaces were two
- * journal commits and a new inode per batch, two thirds of the group
- * commit's time (doc/transfer.md, "Audit"). A file that is not a regular
- * file of ours, with this one name and this size (missing, written by an
- * earlier version, a hard link planted to another file) is replaced
- * atomically instead, as before: written through, another name of it
- * would be overwritten.
- */
-/* Both lines at their longest, 20-digit numbers and every field: 194 + 254 bytes. */
-#define ANCHOR_SIZE 448
-_Static_assert(ANCHOR_SIZE <= 512, "the anchor is written inside one sector");
-
-static int
-anchor_store(int dirfd, const char *path, const char *text, size_t n)
-{
-	char buf[ANCHOR_SIZE];
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	ssize_t k;
-
-	if (n > sizeof(buf))
-		return -E2BIG;
-	memcpy(buf, text, n);
-	memset(buf + n, '\n', sizeof(buf) - n);
-	/* Non-blocking: a FIFO planted there is not waited on (it is replaced). */
-	fd = openat(dirfd, path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != ANCHOR_SIZE ||
-	    ((st.st_nlink != 1 || st.st_uid != geteuid()) &&
-	     !test_hook_disabled("anchor-own-file")))
-		return write_file_atomic(dirfd, path, buf, sizeof(buf), 0600, true);
-	k = pwrite(fd, buf, sizeof(buf), 0);
-	if (k < 0)
-		return -errno;
-	if (k != (ssize_t)sizeof(buf))
-		return -EIO;
-	return fdatasync(fd) < 0 ? -errno : 0;
+	return 0;
 }
 
 static int
@@ -360,7 +278,7 @@ anchor_write(struct clip_audit *audit, struct clip_error **reterr)
 	audit->sig_line[k] = '\0';
 	text[n + k] = '\n';
 	n += k + 1;
-	r = anchor_store(audit->dirfd, path, text, (size_t)n);
+	r = write_file_atomic(audit->dirfd, path, text, (size_t)n, 0600, true);
 	if (r < 0)
 		return error_set_errno(reterr, r, "cannot update the anchor %s", path);
 	if (!audit->tpm_bound)
