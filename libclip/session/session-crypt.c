@@ -98,13 +98,24 @@ key_shared(const struct clip_session *s, const struct session_cage *c)
  * or -errno: -ENOKEY when it was not there (a reboot since, say).
  */
 static int
-key_remove(int fd, const uint8_t id[FSCRYPT_ID_SIZE])
+key_remove_once(int fd, const uint8_t id[FSCRYPT_ID_SIZE])
 {
 	int r = fscrypt_remove_key(fd, id, geteuid() == 0);
 
+	/* Root of a user namespace: every user's claim needs the host's CAP_SYS_ADMIN. */
+	if (r == -EACCES && geteuid() == 0)
+		r = fscrypt_remove_key(fd, id, false);
+	return r;
+}
+
+static int
+key_remove(int fd, const uint8_t id[FSCRYPT_ID_SIZE])
+{
+	int r = key_remove_once(fd, id);
+
 	for (int i = 0; r == 1 && i < LOCK_TRIES; i++) {
 		nanosleep(&(struct timespec){ .tv_nsec = LOCK_TRY_NS }, NULL);
-		r = fscrypt_remove_key(fd, id, geteuid() == 0);
+		r = key_remove_once(fd, id);
 		/* Gone meanwhile: the last busy inode was evicted. */
 		if (r == -ENOKEY)
 			r = 0;
@@ -453,8 +464,9 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 			reterr, r, "session '%s': cannot compute the identifier of a key", s->name);
 	}
 	c->key_dev = (uint64_t)st.st_dev;
+	/* Another cage of the level holds it: recorded already, under the directory it used. */
 	shared = key_shared(s, c);
-	if (!test_hook_disabled("session-key-record-first")) {
+	if (!shared && !test_hook_disabled("session-key-record-first")) {
 		r = key_record(s, c, dirname(copy3), reterr);
 		if (r < 0) {
 			secure_wipe(key, sizeof(key));
@@ -464,9 +476,8 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 	r = fscrypt_add_key(parent, key, kernel_id);
 	secure_wipe(key, sizeof(key));
 	if (r == 0 && memcmp(kernel_id, c->key_id, FSCRYPT_ID_SIZE) != 0) {
-		/* Not the key recorded: taken back, so that no key goes unrecorded. */
-		if (!shared)
-			(void)key_remove(parent, kernel_id);
+		/* Not the key recorded (nor another cage's): taken back, so that no key goes unrecorded. */
+		(void)key_remove(parent, kernel_id);
 		r = error_set(reterr, -EIO,
 			      "session '%s': the kernel names the key of level %s otherwise than "
 			      "computed: not added",
@@ -487,7 +498,7 @@ session_crypt_unlock(struct clip_session *s, struct session_cage *c, struct clip
 			key_unrecord(s->state_fd, c->key_dev, c->key_id);
 		return r;
 	}
-	if (test_hook_disabled("session-key-record-first"))
+	if (!shared && test_hook_disabled("session-key-record-first"))
 		(void)key_record(s, c, dirname(copy3), NULL);
 	c->key_held = true;
 	c->key_fd = steal_fd(parent);
