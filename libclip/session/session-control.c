@@ -49,6 +49,9 @@
 #define CONTROL_TIMEOUT_MS 5000 /* for a peer to send its request */
 #define CONTROL_LEVEL_MAX 255 /* of a level's text in a status */
 #define CONTROL_PIDS_MAX (1u << 22) /* the kernel's pid_max bound */
+/* clip_session_down(): how long a dying runner's lock is waited for (2 s). */
+#define DOWN_LOCK_TRIES 40
+#define DOWN_LOCK_TRY_NS (50 * 1000 * 1000)
 
 struct session_control {
 	int timer_fd;
@@ -739,17 +742,19 @@ clip_session_control(struct clip_ctx *ctx, const char *session, const char *stat
 	if (!untrusted_answer)
 		return api_return(-ENOMEM, reterr);
 	n = recv(fd, untrusted_answer, CONTROL_ANSWER_MAX, MSG_TRUNC | MSG_DONTWAIT);
-	if (n < 0 && errno == ECONNRESET)
-		n = 0;
+	if (n == 0 || (n < 0 && errno == ECONNRESET))
+		return api_return(error_set(reterr, -ECONNRESET,
+					    "session '%s': the runner closed without an answer",
+					    session),
+				  reterr);
 	if (n < 0)
 		return api_return(
 			error_set_errno(reterr, -errno, "session '%s': cannot receive", session),
 			reterr);
-	if (n == 0 || n > CONTROL_ANSWER_MAX || memchr(untrusted_answer, '\0', (size_t)n))
-		return api_return(error_set(reterr, -EPROTO, "session '%s': %s", session,
-					    n == 0 ? "the runner closed without an answer"
-						   : "a malformed answer"),
-				  reterr);
+	if (n > CONTROL_ANSWER_MAX || memchr(untrusted_answer, '\0', (size_t)n))
+		return api_return(
+			error_set(reterr, -EPROTO, "session '%s': a malformed answer", session),
+			reterr);
 	untrusted_answer[n] = '\0';
 	if (strncmp(untrusted_answer, "error ", 6) == 0)
 		return api_return(session_answer_error_parse(session, untrusted_answer + 6, reterr),
@@ -825,7 +830,8 @@ clip_session_down(struct clip_ctx *ctx, const char *session, const char *state_d
 	if (r < 0)
 		return r;
 	r = clip_session_control(ctx, session, state_dir, "stop", NULL, &e);
-	if (r != -ESRCH) {
+	/* Closed without an answer: it died as it was asked, or was dying (its lock says). */
+	if (r != -ESRCH && r != -ECONNRESET) {
 		if (r < 0)
 			r = error_set(reterr, r, "%s", clip_error_get_message(e));
 		return api_return(r, reterr);
@@ -843,13 +849,25 @@ clip_session_down(struct clip_ctx *ctx, const char *session, const char *state_d
 				  reterr);
 	if (fd < 0)
 		return api_return(fd, reterr);
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK
+	/*
+	 * A runner killed a moment ago may leave children that hold its lock
+	 * (and its control socket, which then closes without an answer) for
+	 * as long as they take to go: waited for, DOWN_LOCK_TRIES times
+	 * DOWN_LOCK_TRY_NS at most.
+	 */
+	for (int i = 0;; i++) {
+		r = flock(fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+		if (r != -EWOULDBLOCK || i == DOWN_LOCK_TRIES)
+			break;
+		(void)nanosleep(&(struct timespec){ .tv_nsec = DOWN_LOCK_TRY_NS }, NULL);
+	}
+	if (r < 0) {
+		r = r == -EWOULDBLOCK
 			    ? error_set(reterr, -EBUSY,
 					"session '%s': a runner holds %s but does not answer: it "
 					"is starting, or stuck",
 					session, dir)
-			    : error_set_errno(reterr, -errno, "cannot lock %s", dir);
+			    : error_set_errno(reterr, r, "cannot lock %s", dir);
 		return api_return(r, reterr);
 	}
 	cages = down_cages(ctx, session);

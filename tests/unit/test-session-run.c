@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1066,7 +1067,10 @@ liar_serve(void *userdata)
 	return NULL;
 }
 
-/* clip_session_control() "status" against a runner answering @answer: its return value. */
+/*
+ * clip_session_control() "status" against a runner answering @answer (or,
+ * @st NULL, clip_session_down()): its return value.
+ */
 static int
 ask_liar(const char *dir, const char *answer, size_t size, struct clip_session_status **st,
 	 char *message, size_t message_size)
@@ -1084,7 +1088,8 @@ ask_liar(const char *dir, const char *answer, size_t size, struct clip_session_s
 	cr_assert_eq(bind(l.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	cr_assert_eq(listen(l.listen_fd, 4), 0);
 	cr_assert_eq(pthread_create(&thread, NULL, liar_serve, &l), 0);
-	r = clip_session_control(ctx, "t", dir, "status", st, &e);
+	r = st ? clip_session_control(ctx, "t", dir, "status", st, &e)
+	       : clip_session_down(ctx, "t", dir, &e);
 	pthread_join(thread, NULL);
 	close(l.listen_fd);
 	snprintf(message, message_size, "%s", e ? clip_error_get_message(e) : "");
@@ -1096,7 +1101,6 @@ ask_liar(const char *dir, const char *answer, size_t size, struct clip_session_s
 Test(session_run, a_runner_that_lies_is_not_believed)
 {
 	static const char *const lies[] = {
-		"", /* nothing */
 		"okay\n",
 		"ok\n", /* no mediator line */
 		"ok\nmediator 0 2\n", /* an agent is 0 or 1 */
@@ -1124,6 +1128,9 @@ Test(session_run, a_runner_that_lies_is_not_believed)
 		cr_assert_eq(r, -EPROTO, "lie %zu '%s': %d %s", i, lies[i], r, message);
 		cr_assert_null(st);
 	}
+	/* Nothing: a runner that died as it was asked. */
+	assert_errno(ask_liar(dir, "", 0, &st, message, sizeof(message)), -ECONNRESET);
+	cr_assert(strstr(message, "closed without an answer"), "%s", message);
 	/* Too big for the answer's bound: not read. */
 	big = malloc(70000);
 	memset(big, 'a', 70000);
@@ -1164,6 +1171,40 @@ Test(session_run, a_runner_that_lies_is_not_believed)
 }
 
 /* -- refusals ----------------------------------------------------------- */
+
+/*
+ * clip_session_down() against a runner that closes without an answer: it
+ * died as it was asked, so down goes on as with no runner, once the lock
+ * its children may still hold for a moment is let go (here, a child of the
+ * test holds it 300 ms); nothing of the session is left: -ESRCH, not an
+ * error about the answer.
+ */
+Test(session_run, down_goes_on_when_the_runner_closes_without_an_answer)
+{
+	char *dir = test_tmpdir("tmpfs"), message[1024], c;
+	int p[2], status;
+	pid_t pid;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0 || flock(fd, LOCK_EX) < 0 || write(p[1], "l", 1) != 1)
+			_exit(1);
+		(void)nanosleep(&(struct timespec){ .tv_nsec = 300 * 1000 * 1000 }, NULL);
+		_exit(0);
+	}
+	close(p[1]);
+	cr_assert_eq(read(p[0], &c, 1), 1, "the lock holder did not start");
+	close(p[0]);
+	assert_errno(ask_liar(dir, "", 0, NULL, message, sizeof(message)), -ESRCH);
+	cr_assert(strstr(message, "no runner left anything"), "%s", message);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	free(dir);
+}
 
 /* The start fails with @err and a message holding @want, and leaves no socket and no cage. */
 static void
