@@ -212,6 +212,10 @@ package Clip::Audit {
 	}
 }
 
+package Clip::Session {
+	sub CLONE_SKIP { 1 }
+}
+
 package Clip::Error {
 	use overload '""' => sub { $_[0]->as_string }, 'bool' => sub { 1 }, fallback => 1;
 
@@ -242,7 +246,7 @@ __END__
 
 =head1 NAME
 
-Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit
+Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit, sessions
 
 =head1 SYNOPSIS
 
@@ -276,7 +280,7 @@ Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit
 
 Clip binds the public C API of libclip (L<libclip(3)>): it links the shared
 library, as any program does, and adds nothing to its checks. Each handle
-(context, level, range, names, transfer, audit log) holds one reference of
+(context, level, range, names, transfer, audit log, session) holds one reference of
 the library's object and drops it in C<DESTROY>, that is as soon as the last
 Perl reference goes: Perl counts references, so a log's lock or a context's
 keys are released at the end of the enclosing scope, not at some later
@@ -548,6 +552,39 @@ the state directory but does not answer.
 
 =back
 
+=head1 SESSIONS
+
+A session run by this process (L<clip-session(3)>, L<clip.session(5)>).
+Not bound: the builder, its event loop and feed, spawning into its cages,
+control of another process's session (but the audit role's side and
+C<session_down>, under L</AUDIT LOG>).
+
+=over
+
+=item Clip::Session->parse($ctx, $text, $filename), Clip::Session->load($ctx, $path)
+
+A session from its text (relative paths against the current directory)
+or its file. C<< $s->name >>.
+
+=item $s->set_secret($bytes)
+
+The user secret mixed into the keys of the levels' data directories
+(C<clip_session_set_secret>), 1 to 4096 bytes, before the start. A byte
+string is passed as it is (yours to wipe); a character string is passed as
+its characters' bytes (each at most C<\x{ff}>: C<utf8::encode> text first),
+decoded into a copy that is wiped after the call. The session keeps a copy
+of its own and wipes it. Croaks C<Clip::Error::Invalid> for undef, a
+reference, an empty or longer secret or a wide character,
+C<Clip::Error::Busy> (EBUSY) once the session is started.
+
+=item $s->start, $s->stop($grace_ms = 0)
+
+Starts the session (its wiring, its mediator, its cages) in this process;
+stops it (C<$grace_ms> per cage, 0 for 5000). A started session is also
+stopped when its last handle goes.
+
+=back
+
 =head1 BPF LSM
 
 libclip's own mandatory policy on the kernel's LSM hooks (L<clip-lsm(3)>,
@@ -602,7 +639,8 @@ usual plain croak.
 =head1 SEE ALSO
 
 L<libclip(3)>, L<clip-ctx(3)>, L<clip-level(3)>, L<clip-label(3)>,
-L<clip-exec(3)>, L<clip-transfer(3)>, L<clip-audit(3)>, L<clip-session(3)>, L<clip-lsm(3)>,
+L<clip-exec(3)>, L<clip-transfer(3)>, L<clip-audit(3)>, L<clip-session(3)>,
+L<clip-lsm(3)>,
 L<clipctl(1)>.
 
 =cut

@@ -70,6 +70,7 @@ typedef struct clip_range *Clip__Range;
 typedef struct clip_level_names *Clip__LevelNames;
 typedef struct clip_transfer *Clip__Transfer;
 typedef struct clip_audit *Clip__Audit;
+typedef struct clip_session *Clip__Session;
 
 /*
  * The class of an error by its errno (doc: Clip.pm, ERRORS): the families
@@ -1328,3 +1329,127 @@ _append(audit, event, source, source_level, target, target_level, name, length, 
 		entry.sha256 = (const uint8_t *)s;
 	}
 	check(aTHX_ clip_audit_append(audit, &entry, &e), &e, "clip_audit_append");
+
+MODULE = Clip		PACKAGE = Clip::Session
+
+Clip::Session
+parse(class, ctx, text, filename = &PL_sv_undef)
+	const char *class
+	Clip::Context ctx
+	SV *text
+	SV *filename
+    CODE:
+	/* Relative Profile= and DataDirectory= paths: against the current directory. */
+	struct clip_error *e = NULL;
+	const char *f = cstr(aTHX_ filename, "clip_session_parse (filename)");
+	STRLEN len;
+	const char *s = SvPV(text, len);
+
+	(void)class;
+	check(aTHX_ clip_session_parse(&RETVAL, ctx, AT_FDCWD, f, s, len, &e), &e,
+	      "clip_session_parse");
+    OUTPUT:
+	RETVAL
+
+Clip::Session
+load(class, ctx, path)
+	const char *class
+	Clip::Context ctx
+	SV *path
+    CODE:
+	struct clip_error *e = NULL;
+	const char *p = cstr(aTHX_ path, "clip_session_load");
+
+	(void)class;
+	if (!p)
+		throw_error(aTHX_ - EINVAL, NULL, "clip_session_load (no path)");
+	check(aTHX_ clip_session_load(&RETVAL, ctx, p, &e), &e, "clip_session_load");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(session)
+	Clip::Session session
+    CODE:
+	/* A started session is stopped (clip_session_unref()). */
+	clip_session_unref(session);
+
+SV *
+name(session)
+	Clip::Session session
+    CODE:
+	RETVAL = newSVpv(clip_session_get_name(session), 0);
+    OUTPUT:
+	RETVAL
+
+void
+set_secret(session, secret)
+	Clip::Session session
+	SV *secret
+    CODE:
+	/*
+	 * A byte string is passed as it is (the caller's to wipe); a
+	 * character string is decoded to its bytes (each character at most
+	 * 0xFF, else encode it first) in a copy of ours, wiped. The session
+	 * keeps a copy of its own and wipes it.
+	 */
+	struct clip_error *e = NULL;
+	const char *fn = "clip_session_set_secret";
+	STRLEN len;
+	const char *s;
+	char *copy = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!SvOK(secret) || SvROK(secret))
+		throw_message(aTHX_ EINVAL,
+			      newSVpvf("%s: a secret is a string of 1 to 4096 bytes, not %s", fn,
+				       SvOK(secret) ? "a reference" : "undef"),
+			      -1, fn);
+	s = SvPV(secret, len);
+	if (SvUTF8(secret)) {
+		const U8 *p = (const U8 *)s, *end = p + len;
+
+		Newx(copy, len + 1, char);
+		while (p < end) {
+			STRLEN cl = 0;
+			UV c = utf8n_to_uvchr(p, end - p, &cl, 0);
+
+			if (cl == 0 || c > 0xFF) {
+				explicit_bzero(copy, len + 1);
+				Safefree(copy);
+				throw_message(aTHX_ EINVAL,
+					      newSVpvf("%s: a wide character in the secret: pass "
+						       "bytes (utf8::encode)",
+						       fn),
+					      -1, fn);
+			}
+			copy[n++] = (char)c;
+			p += cl;
+		}
+		s = copy;
+		len = n;
+	}
+	r = clip_session_set_secret(session, s, len, &e);
+	if (copy) {
+		explicit_bzero(copy, n);
+		Safefree(copy);
+	}
+	check(aTHX_ r, &e, fn);
+
+void
+start(session)
+	Clip::Session session
+    CODE:
+	struct clip_error *e = NULL;
+
+	check(aTHX_ clip_session_start(session, 0, &e), &e, "clip_session_start");
+
+void
+stop(session, grace_ms = 0)
+	Clip::Session session
+	unsigned grace_ms
+    CODE:
+	struct clip_error *e = NULL;
+
+	check(aTHX_ clip_session_stop(session, grace_ms, &e), &e, "clip_session_stop");
