@@ -29,6 +29,7 @@ BEGIN { @CONSTANTS = qw(
 	AUDIT_SYSLOG AUDIT_WARN_UNANCHORED AUDIT_WARN_TORN AUDIT_WARN_NOT_COUNTED
 	AUDIT_WARN_COUNTER_LAGS
 	TRANSFER_REPORT_EXEC_REFUSED
+	CAGE_NEW CAGE_RUNNING CAGE_STOPPED CAGE_MISSING_LANDLOCK_LOG
 );
 	# One constant sub each, its value read from the C header at load.
 	for my $name (@CONSTANTS) {
@@ -212,6 +213,16 @@ package Clip::Audit {
 	}
 }
 
+package Clip::Profile {
+	sub CLONE_SKIP { 1 }
+
+	use overload '""' => \&format, 'bool' => sub { 1 }, fallback => undef;
+}
+
+package Clip::Cage {
+	sub CLONE_SKIP { 1 }
+}
+
 package Clip::Session {
 	sub CLONE_SKIP { 1 }
 }
@@ -246,7 +257,7 @@ __END__
 
 =head1 NAME
 
-Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit, sessions
+Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit, cages, sessions
 
 =head1 SYNOPSIS
 
@@ -280,7 +291,7 @@ Clip - Perl binding of libclip: levels, labels, exec checks, transfers, audit, s
 
 Clip binds the public C API of libclip (L<libclip(3)>): it links the shared
 library, as any program does, and adds nothing to its checks. Each handle
-(context, level, range, names, transfer, audit log, session) holds one reference of
+(context, level, range, names, transfer, audit log, profile, cage, session) holds one reference of
 the library's object and drops it in C<DESTROY>, that is as soon as the last
 Perl reference goes: Perl counts references, so a log's lock or a context's
 keys are released at the end of the enclosing scope, not at some later
@@ -552,6 +563,59 @@ the state directory but does not answer.
 
 =back
 
+=head1 CAGES
+
+A cage's profile, the cage, and its Landlock denials as they come
+(L<clip-cage(3)>). Not bound: the profile's builder but its name, spawning
+with fds, a pty or an environment, attaching to a registered cage.
+
+=over
+
+=item Clip::Profile->new($name), Clip::Profile->parse($text, $filename)
+
+A profile with the defaults (L<clip-cage(3)>), or one from
+L<clip.cage(5)> text (C<$filename> names it in messages). C<< $p->name >>;
+C<< $p->format >> and C<"$p"> give its text.
+
+=item Clip::Cage->new($ctx, $profile), $cage->start, $cage->stop($grace_ms = 1000)
+
+A cage, not started; started; stopped (SIGTERM, then SIGKILL after
+C<$grace_ms>, then waited for). A cage still running when its last handle
+goes keeps running (C<clip_cage_unref>): stop it first.
+C<< $cage->state >> is C<CAGE_NEW>, C<CAGE_RUNNING> or C<CAGE_STOPPED>;
+C<< $cage->missing >> the C<CLIP_CAGE_MISSING_*> bits of the protections
+not applied (C<CAGE_MISSING_LANDLOCK_LOG>: the denials are not read).
+
+=item $cage->run(@argv)
+
+Runs C<@argv> in the running cage with no fd open, waits for it and
+returns its exit status, or 128 + the signal that killed it.
+
+=item $cage->on_denial([$code])
+
+With an argument, C<$code> (a code reference, or undef for the library's
+log alone) is called with the text of each Landlock denial of the cage
+(C<net.connect_tcp daddr=127.0.0.1 dest=9>, C<scope.signal ...>), in the
+thread that reads them: during C<read_denials>, and C<stop> (which reads
+what is left). It runs in an C<eval> with C<$@> localised: if it dies, the
+error is a C<warn>, never an exception through the library. The code
+reference is released when set to undef and when the handle goes. Returns
+the code reference in effect, or undef. Croaks C<Clip::Error::Invalid>
+for anything but a code reference or undef.
+
+=item $cage->denial_fileno, $cage->read_denials
+
+A descriptor (the cage's: do not close it) readable when the kernel's
+audit has records, for C<select> or an event loop; and the read, which
+does not wait: each denial of the cage is logged and passed to
+C<on_denial>, and the number read is returned. The denials are read with
+Landlock ABI 7 while the kernel's audit is on, by the host's root
+(L<clip-cage(3)>, C<clip_cage_set_denial_fn>). Both croak C<Clip::Error::State>
+(ECHILD) when the cage is not running, C<Clip::Error::NotFound> (ENODATA)
+when its denials are not read (see C<missing>).
+
+=back
+
 =head1 SESSIONS
 
 A session run by this process (L<clip-session(3)>, L<clip.session(5)>).
@@ -582,6 +646,14 @@ C<Clip::Error::Busy> (EBUSY) once the session is started.
 Starts the session (its wiring, its mediator, its cages) in this process;
 stops it (C<$grace_ms> per cage, 0 for 5000). A started session is also
 stopped when its last handle goes.
+
+=item $s->cage($name)
+
+A handle of the started session's cage C<$name> (croaks
+C<Clip::Error::NotFound> when there is none). The session's runner reads
+that cage's Landlock denials into the session's feed: C<on_denial>,
+C<denial_fileno> and C<read_denials> croak C<Clip::Error::Busy> (EBUSY)
+on it, rather than take them from the session's watchers.
 
 =back
 
@@ -620,13 +692,13 @@ It stringifies as C<message at FILE line N.>. Its class says the family:
 
   Clip::Error::Invalid      EINVAL E2BIG ERANGE ENAMETOOLONG EILSEQ
   Clip::Error::Permission   EPERM EACCES EROFS
-  Clip::Error::NotFound     ENOENT ENODATA (no label) ESRCH
+  Clip::Error::NotFound     ENOENT ENODATA (no label, denials not read) ESRCH
   Clip::Error::Integrity    EBADMSG (a label or audit log that does not verify)
   Clip::Error::NoKey        ENOKEY
   Clip::Error::Busy         EBUSY EEXIST ETXTBSY
   Clip::Error::BadFile      EBADF EMEDIUMTYPE EISDIR ENOTDIR ELOOP
   Clip::Error::Unsupported  EOPNOTSUPP ENOSYS ENODEV
-  Clip::Error::State        ECHILD (a context used after fork)
+  Clip::Error::State        ECHILD (a context used after fork, a cage not running)
   Clip::Error::Connection   ECONNREFUSED ECONNRESET EPIPE
   Clip::Error::Timeout      ETIMEDOUT EAGAIN
   Clip::Error::Resource     ENOMEM ENOSPC EDQUOT EMFILE ENFILE EFBIG
@@ -639,7 +711,7 @@ usual plain croak.
 =head1 SEE ALSO
 
 L<libclip(3)>, L<clip-ctx(3)>, L<clip-level(3)>, L<clip-label(3)>,
-L<clip-exec(3)>, L<clip-transfer(3)>, L<clip-audit(3)>, L<clip-session(3)>,
+L<clip-exec(3)>, L<clip-transfer(3)>, L<clip-audit(3)>, L<clip-cage(3)>, L<clip-session(3)>,
 L<clip-lsm(3)>,
 L<clipctl(1)>.
 

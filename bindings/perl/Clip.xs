@@ -70,7 +70,21 @@ typedef struct clip_range *Clip__Range;
 typedef struct clip_level_names *Clip__LevelNames;
 typedef struct clip_transfer *Clip__Transfer;
 typedef struct clip_audit *Clip__Audit;
+typedef struct clip_cage_profile *Clip__Profile;
 typedef struct clip_session *Clip__Session;
+
+/*
+ * A cage handle: the library's cage, and what its denial function needs.
+ * The cage's denial function is this handle's while on_denial holds a
+ * code reference, and is detached before the cage's reference goes (a
+ * session may keep the cage).
+ */
+struct perl_cage {
+	struct clip_cage *cage;
+	SV *on_denial; /* the code reference called with each denial, or NULL */
+	bool of_session; /* Clip::Session->cage: its runner reads its denials */
+};
+typedef struct perl_cage *Clip__Cage;
 
 /*
  * The class of an error by its errno (doc: Clip.pm, ERRORS): the families
@@ -390,6 +404,106 @@ dir_arg(pTHX_ SV *dir, const char *what)
 	return d;
 }
 
+/* A cage handle holding @cage (a reference taken over), blessed into Clip::Cage. */
+static SV *
+cage_wrap(pTHX_ struct clip_cage *cage, bool of_session)
+{
+	struct perl_cage *pc;
+	SV *sv = newSV(0);
+
+	Newxz(pc, 1, struct perl_cage);
+	pc->cage = cage;
+	pc->of_session = of_session;
+	sv_setref_pv(sv, "Clip::Cage", pc);
+	return sv;
+}
+
+/*
+ * A session's cage: its runner reads the cage's Landlock denials into the
+ * session's feed, and a second reader would take them from it.
+ */
+static void
+denials_ours(pTHX_ struct perl_cage *pc, const char *what)
+{
+	if (pc->of_session)
+		throw_message(aTHX_ EBUSY,
+			      newSVpvf("%s: the session reads this cage's Landlock denials into its "
+				       "feed: follow them there (clipctl watch)",
+				       what),
+			      -1, what);
+}
+
+/* The errors of the denial fd and reading: which of not running and not read. */
+static int
+check_denials(pTHX_ int r, const char *what)
+{
+	if (r == -ECHILD)
+		throw_message(aTHX_ ECHILD, newSVpvf("%s: the cage is not running", what), -1, what);
+	if (r == -ENODATA)
+		throw_message(aTHX_ ENODATA,
+			      newSVpvf("%s: the cage's Landlock denials are not read (they need "
+				       "Landlock ABI 7, the kernel's audit on and the host's root: "
+				       "see missing)",
+				       what),
+			      -1, what);
+	return check(aTHX_ r, NULL, what);
+}
+
+/*
+ * A Landlock denial of the cage, in the thread that reads them (the one
+ * that called read_denials or stop: this interpreter's). The code
+ * runs in an eval with $@ localised: its death is a warning, never a
+ * croak through the library's frames, and the caller's $@ is kept.
+ */
+static void
+cage_denial(struct clip_cage *cage, const char *what, void *userdata)
+{
+	dTHX;
+	dSP;
+	struct perl_cage *pc = userdata;
+	SV *fn = pc->on_denial;
+
+	(void)cage;
+	if (!fn)
+		return;
+	/* The code may set on_denial to undef while it runs. */
+	SvREFCNT_inc_simple_void_NN(fn);
+	ENTER;
+	SAVETMPS;
+	save_scalar(PL_errgv);
+	PUSHMARK(SP);
+	XPUSHs(sv_2mortal(newSVpv(what, 0)));
+	PUTBACK;
+	call_sv(fn, G_DISCARD | G_EVAL);
+	if (SvTRUE(ERRSV))
+		warn("Clip::Cage on_denial died: %" SVf, SVfARG(ERRSV));
+	FREETMPS;
+	LEAVE;
+	SvREFCNT_dec(fn);
+}
+
+/*
+ * Keep the handle @self (a Clip::Cage) until the end of the caller's
+ * statement: on_denial's code may drop the last Perl reference to it while
+ * the library, inside a call on that cage, is still reading.
+ */
+static void
+keep_handle(pTHX_ SV *self)
+{
+	if (SvROK(self))
+		sv_2mortal(SvREFCNT_inc_simple_NN(SvRV(self)));
+}
+
+/* Detach this handle's denial function and drop its code reference. */
+static void
+cage_forget_denials(pTHX_ struct perl_cage *pc)
+{
+	if (pc->on_denial)
+		(void)clip_cage_set_denial_fn(pc->cage, NULL, NULL);
+	SvREFCNT_dec(pc->on_denial);
+	pc->on_denial = NULL;
+}
+
 MODULE = Clip		PACKAGE = Clip		PREFIX = clip_
 
 PROTOTYPES: DISABLE
@@ -431,6 +545,10 @@ _constant(name)
 		{ "AUDIT_WARN_NOT_COUNTED", CLIP_AUDIT_WARN_NOT_COUNTED },
 		{ "AUDIT_WARN_COUNTER_LAGS", CLIP_AUDIT_WARN_COUNTER_LAGS },
 		{ "TRANSFER_REPORT_EXEC_REFUSED", CLIP_TRANSFER_REPORT_EXEC_REFUSED },
+		{ "CAGE_NEW", CLIP_CAGE_NEW },
+		{ "CAGE_RUNNING", CLIP_CAGE_RUNNING },
+		{ "CAGE_STOPPED", CLIP_CAGE_STOPPED },
+		{ "CAGE_MISSING_LANDLOCK_LOG", CLIP_CAGE_MISSING_LANDLOCK_LOG },
 	};
 	RETVAL = -1;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
@@ -1330,6 +1448,203 @@ _append(audit, event, source, source_level, target, target_level, name, length, 
 	}
 	check(aTHX_ clip_audit_append(audit, &entry, &e), &e, "clip_audit_append");
 
+MODULE = Clip		PACKAGE = Clip::Profile
+
+Clip::Profile
+new(class, name)
+	const char *class
+	SV *name
+    CODE:
+	struct clip_error *e = NULL;
+	const char *n = cstr(aTHX_ name, "clip_cage_profile_new");
+
+	(void)class;
+	check(aTHX_ clip_cage_profile_new(&RETVAL, n, &e), &e, "clip_cage_profile_new");
+    OUTPUT:
+	RETVAL
+
+Clip::Profile
+parse(class, text, filename = &PL_sv_undef)
+	const char *class
+	SV *text
+	SV *filename
+    CODE:
+	struct clip_error *e = NULL;
+	const char *f = cstr(aTHX_ filename, "clip_cage_profile_parse (filename)");
+	STRLEN len;
+	const char *s = SvPV(text, len);
+
+	(void)class;
+	check(aTHX_ clip_cage_profile_parse(&RETVAL, f, s, len, &e), &e, "clip_cage_profile_parse");
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(profile)
+	Clip::Profile profile
+    CODE:
+	clip_cage_profile_unref(profile);
+
+SV *
+name(profile)
+	Clip::Profile profile
+    CODE:
+	RETVAL = newSVpv(clip_cage_profile_get_name(profile), 0);
+    OUTPUT:
+	RETVAL
+
+SV *
+format(profile, ...)
+	Clip::Profile profile
+    CODE:
+	char *text = NULL;
+
+	check(aTHX_ clip_cage_profile_format(profile, &text), NULL, "clip_cage_profile_format");
+	RETVAL = take_text(aTHX_ text);
+    OUTPUT:
+	RETVAL
+
+MODULE = Clip		PACKAGE = Clip::Cage
+
+SV *
+new(class, ctx, profile)
+	const char *class
+	Clip::Context ctx
+	Clip::Profile profile
+    CODE:
+	/* The cage holds its own references of the context and the profile. */
+	struct clip_error *e = NULL;
+	struct clip_cage *c = NULL;
+
+	(void)class;
+	check(aTHX_ clip_cage_new(&c, ctx, profile, &e), &e, "clip_cage_new");
+	RETVAL = cage_wrap(aTHX_ c, false);
+    OUTPUT:
+	RETVAL
+
+void
+DESTROY(cage)
+	Clip::Cage cage
+    CODE:
+	/* A running cage keeps running (clip_cage_unref()); stop it first. */
+	cage_forget_denials(aTHX_ cage);
+	clip_cage_unref(cage->cage);
+	Safefree(cage);
+
+void
+start(cage)
+	Clip::Cage cage
+    CODE:
+	struct clip_error *e = NULL;
+
+	check(aTHX_ clip_cage_start(cage->cage, 0, &e), &e, "clip_cage_start");
+
+int
+run(cage, ...)
+	Clip::Cage cage
+    CODE:
+	/*
+	 * Spawn ARGV in the running cage, without fds (all closed), and wait
+	 * for it: its exit status, or 128 + the signal that killed it.
+	 */
+	struct clip_error *e = NULL;
+	struct clip_cage_spawn_opts opts = { .size = sizeof(opts) };
+	const char **argv;
+	int pidfd = -1, status = -1, r;
+
+	if (items < 2)
+		throw_message(aTHX_ EINVAL, newSVpvs("clip_cage_spawn: no command"), -1,
+			      "clip_cage_spawn");
+	Newxz(argv, items, const char *);
+	SAVEFREEPV(argv);
+	for (I32 i = 1; i < items; i++)
+		if (!(argv[i - 1] = cstr(aTHX_ ST(i), "clip_cage_spawn (argv)")))
+			throw_message(aTHX_ EINVAL, newSVpvs("clip_cage_spawn: an undef argument"),
+				      -1, "clip_cage_spawn");
+	opts.argv = argv;
+	check(aTHX_ clip_cage_spawn(cage->cage, &opts, &pidfd, &e), &e, "clip_cage_spawn");
+	r = clip_cage_wait_process(cage->cage, pidfd, &status);
+	close(pidfd);
+	check(aTHX_ r, NULL, "clip_cage_wait_process");
+	RETVAL = status;
+    OUTPUT:
+	RETVAL
+
+void
+stop(cage, grace_ms = 1000)
+	Clip::Cage cage
+	unsigned grace_ms
+    CODE:
+	/* The denials left in the kernel's audit are read on the way: on_denial is called. */
+	struct clip_error *e = NULL;
+
+	keep_handle(aTHX_ ST(0));
+	check(aTHX_ clip_cage_stop(cage->cage, grace_ms, &e), &e, "clip_cage_stop");
+
+int
+state(cage)
+	Clip::Cage cage
+    CODE:
+	RETVAL = check(aTHX_ clip_cage_get_state(cage->cage), NULL, "clip_cage_get_state");
+    OUTPUT:
+	RETVAL
+
+unsigned
+missing(cage)
+	Clip::Cage cage
+    CODE:
+	RETVAL = clip_cage_get_missing(cage->cage);
+    OUTPUT:
+	RETVAL
+
+SV *
+on_denial(cage, ...)
+	Clip::Cage cage
+    CODE:
+	/*
+	 * With an argument, a code reference told of each denial (replacing
+	 * any other handle's of this cage) or undef: the library's log alone.
+	 * The code reference (or undef) in effect.
+	 */
+	if (items > 1) {
+		SV *fn = ST(1);
+		bool set = SvOK(fn);
+		int r;
+
+		if (set && !(SvROK(fn) && SvTYPE(SvRV(fn)) == SVt_PVCV))
+			throw_message(aTHX_ EINVAL,
+				      newSVpvs("clip_cage_set_denial_fn: on_denial takes a code "
+					       "reference or undef"),
+				      -1, "clip_cage_set_denial_fn");
+		denials_ours(aTHX_ cage, "clip_cage_set_denial_fn");
+		r = clip_cage_set_denial_fn(cage->cage, set ? cage_denial : NULL, set ? cage : NULL);
+		check(aTHX_ r, NULL, "clip_cage_set_denial_fn");
+		SvREFCNT_dec(cage->on_denial);
+		cage->on_denial = set ? newSVsv(fn) : NULL;
+	}
+	RETVAL = cage->on_denial ? newSVsv(cage->on_denial) : &PL_sv_undef;
+    OUTPUT:
+	RETVAL
+
+int
+denial_fileno(cage)
+	Clip::Cage cage
+    CODE:
+	denials_ours(aTHX_ cage, "clip_cage_get_denial_fd");
+	RETVAL = check_denials(aTHX_ clip_cage_get_denial_fd(cage->cage), "clip_cage_get_denial_fd");
+    OUTPUT:
+	RETVAL
+
+int
+read_denials(cage)
+	Clip::Cage cage
+    CODE:
+	denials_ours(aTHX_ cage, "clip_cage_read_denials");
+	keep_handle(aTHX_ ST(0));
+	RETVAL = check_denials(aTHX_ clip_cage_read_denials(cage->cage), "clip_cage_read_denials");
+    OUTPUT:
+	RETVAL
+
 MODULE = Clip		PACKAGE = Clip::Session
 
 Clip::Session
@@ -1453,3 +1768,22 @@ stop(session, grace_ms = 0)
 	struct clip_error *e = NULL;
 
 	check(aTHX_ clip_session_stop(session, grace_ms, &e), &e, "clip_session_stop");
+
+SV *
+cage(session, name)
+	Clip::Session session
+	SV *name
+    CODE:
+	/* A handle of its own on a cage of the started session; its denials stay the feed's. */
+	const char *n = cstr(aTHX_ name, "clip_session_get_cage");
+	struct clip_cage *cage = n ? clip_session_get_cage(session, n) : NULL;
+
+	if (!cage)
+		throw_message(aTHX_ ENOENT,
+			      newSVpvf("clip_session_get_cage: no cage '%s' in the started session "
+				       "'%s'",
+				       n ? n : "", clip_session_get_name(session)),
+			      -1, "clip_session_get_cage");
+	RETVAL = cage_wrap(aTHX_ clip_cage_ref(cage), true);
+    OUTPUT:
+	RETVAL

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
-# Sessions (tests/bindings/python/09-session.py's set_secret case): a
-# session of two cages from its text, its user secret taken before the
-# start and refused after.
+# Sessions (tests/bindings/python/09-session.py's set_secret and denial
+# cases): a session of two cages from its text, its user secret taken
+# before the start and refused after; a cage of the started session keeps
+# its Landlock denials for the session's feed.
 use v5.36;
 use Test::More;
 use FindBin;
@@ -63,11 +64,33 @@ refused(sub { $session->set_secret(['secret']) }, 'Clip::Error::Invalid', EINVAL
 eval { Clip::Session::set_secret($ctx, 'secret') };
 like($@, qr/to be of type Clip::Session/, 'set_secret refusal: a context is not a session');
 
+refused(sub { $session->cage('low') }, 'Clip::Error::NotFound', ENOENT,
+	'cage refusal: the session is not started');
 eval { $session->start; 1 } or BAIL_OUT("the session does not start: $@");
 refused(sub { $session->set_secret('too late') }, 'Clip::Error::Busy', EBUSY,
 	'set_secret refusal: the session is started');
 refused(sub { $session->start }, 'Clip::Error::Busy', EBUSY, 'start refusal: started already');
 
+# A cage of the session: its runner reads its Landlock denials into the
+# feed; taking them would leave the session's watchers without them.
+my $cage = $session->cage('low');
+is($cage->state, CAGE_RUNNING, "session cage: running");
+$e = refused(sub { $cage->on_denial(sub { }) }, 'Clip::Error::Busy', EBUSY,
+	"session cage refusal: on_denial");
+like($e->message, qr/the session reads this cage's Landlock denials/,
+	'session cage refusal: the message says who reads them');
+refused(sub { $cage->on_denial(undef) }, 'Clip::Error::Busy', EBUSY,
+	'session cage refusal: on_denial undef');
+refused(sub { $cage->read_denials }, 'Clip::Error::Busy', EBUSY,
+	'session cage refusal: read_denials');
+refused(sub { $cage->denial_fileno }, 'Clip::Error::Busy', EBUSY,
+	'session cage refusal: denial_fileno');
+is($cage->on_denial, undef, 'session cage: no on_denial');
+refused(sub { $session->cage('nosuch') }, 'Clip::Error::NotFound', ENOENT,
+	'cage refusal: no such cage');
 $session->stop(200);
+is($cage->state, CAGE_STOPPED, 'session stop: its cage stopped');
+refused(sub { $cage->read_denials }, 'Clip::Error::Busy', EBUSY,
+	'session cage refusal: read_denials, the session stopped too');
 
 done_testing;
