@@ -162,7 +162,18 @@ interp_row(const char *what, char *const ours[], char *const peer[])
 	return 0;
 }
 
-static int write_file(const char *path, const char *content, mode_t mode);
+static int
+write_file(const char *path, const char *content, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+	ssize_t n = (ssize_t)strlen(content);
+
+	if (fd < 0 || write(fd, content, (size_t)n) != n) {
+		perror(path);
+		return -1;
+	}
+	return close(fd);
+}
 
 /*
  * Where clip-python's time beside python3's goes: 1000 one-line modules
@@ -203,19 +214,6 @@ python_parts(const char *python, const char *dir)
 	if (system(cmd) != 0)
 		r = -1;
 	return r;
-}
-
-static int
-write_file(const char *path, const char *content, mode_t mode)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-	ssize_t n = (ssize_t)strlen(content);
-
-	if (fd < 0 || write(fd, content, (size_t)n) != n) {
-		perror(path);
-		return -1;
-	}
-	return close(fd);
 }
 
 int
