@@ -172,7 +172,8 @@ struct anchor {
 	uint8_t last[32];
 	bool bound; /* " tpm=V": bound to the TPM counter */
 	uint64_t tpm;
-	bool is_signed; /* a second line: the signed one (audit-sign.c), checked by its readers */
+	bool is_signed; /* a second line: the signed one (audit-sign.c), verified as it was read */
+	char sig_line[AUDIT_SIG_LINE_MAX]; /* that line, without its newline */
 };
 
 static int
@@ -239,9 +240,14 @@ anchor_read(struct clip_ctx *ctx, int dirfd, const char *name, struct anchor *a,
 		k = audit_sign_line(ctx, parsed.count, parsed.last, sig, sizeof(sig) - 1, reterr);
 		if (k < 0)
 			return k;
-		sig[k++] = '\n';
-		r = strlen(nl + 1) == (size_t)k && crypto_equal(sig, nl + 1, (size_t)k);
+		sig[k] = '\n';
+		r = strlen(nl + 1) == (size_t)k + 1 && crypto_equal(sig, nl + 1, (size_t)k + 1);
 		parsed.is_signed = r;
+		if (r && (size_t)k < sizeof(parsed.sig_line)) {
+			memcpy(parsed.sig_line, sig, (size_t)k);
+			parsed.sig_line[k] = '\0';
+		} else
+			r = 0;
 	}
 	if (!r)
 		return error_set(reterr, -EBADMSG,
@@ -636,8 +642,6 @@ audit_free(struct clip_audit *audit)
 
 DEFINE_UNREF_CLEANUP(struct clip_audit, audit_free)
 
-static int audit_read_sig_line(struct clip_audit *audit, struct clip_error **reterr);
-
 /* Cut a torn tail, anchor records a crash left unanchored. */
 static int
 audit_recover(struct clip_audit *audit, struct clip_error **reterr)
@@ -695,7 +699,9 @@ audit_recover(struct clip_audit *audit, struct clip_error **reterr)
 	/* An anchor made before signing is signed now. */
 	if (!a.present || w.count != a.count || bind || !a.is_signed)
 		return anchor_write(audit, reterr);
-	return audit_read_sig_line(audit, reterr);
+	/* For clip_audit_export(): the signed line as verified above, not read again. */
+	memcpy(audit->sig_line, a.sig_line, sizeof(audit->sig_line));
+	return 0;
 }
 
 static int
@@ -951,32 +957,6 @@ clip_audit_append(struct clip_audit *audit, const struct clip_audit_entry *entry
 	if (r < 0)
 		return api_return(r, reterr);
 	return api_return(audit_append(audit, &e, reterr), reterr);
-}
-
-/* The anchor's signed line, for clip_audit_export() (verified already by audit_recover()). */
-static int
-audit_read_sig_line(struct clip_audit *audit, struct clip_error **reterr)
-{
-	char path[AUDIT_NAME_MAX + sizeof(AUDIT_HEAD_SUFFIX)], text[256 + AUDIT_SIG_LINE_MAX];
-	_cleanup_close_ int fd = -1;
-	char *nl, *end;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "%s" AUDIT_HEAD_SUFFIX, audit->name);
-	fd = open_regular(audit->dirfd, path, sizeof(text) - 1, NULL, reterr);
-	if (fd < 0)
-		return error_set_errno(reterr, fd, "cannot open the anchor %s", path);
-	n = read(fd, text, sizeof(text) - 1);
-	if (n < 0)
-		return error_set_errno(reterr, -errno, "cannot read the anchor %s", path);
-	text[n] = '\0';
-	nl = strchr(text, '\n');
-	end = nl ? strchr(nl + 1, '\n') : NULL;
-	if (!end || (size_t)(end - nl - 1) >= sizeof(audit->sig_line))
-		return error_set(reterr, -EBADMSG, "the anchor %s has no signed line", path);
-	*end = '\0';
-	strcpy(audit->sig_line, nl + 1);
-	return 0;
 }
 
 CLIP_EXPORT int

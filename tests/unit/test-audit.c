@@ -392,6 +392,44 @@ Test(audit, the_exported_stream_verifies_with_the_public_key_alone)
 	log_teardown(&f);
 }
 
+/*
+ * The signature an export ends with is the one verified when the log was
+ * opened: an anchor put in its place afterwards (another log's, signed by
+ * another key) is not read again.
+ */
+Test(audit, an_anchor_swapped_after_the_open_is_not_exported)
+{
+	struct log_fixture f;
+	struct clip_audit *a = NULL, *o = NULL;
+	struct clip_ctx *other;
+	char state[512], *pem = NULL, *foreign;
+	uint64_t n = 0;
+	int fd = memfd_create("trail", MFD_CLOEXEC);
+
+	log_setup(&f, 2);
+	snprintf(state, sizeof(state), "%s/other", f.dir);
+	other = test_ctx(state);
+	cr_assert_eq(clip_audit_open(&o, other, f.dfd, "o.log", 0, NULL), 0);
+	clip_audit_unref(o);
+	foreign = slurp(f.dfd, "o.log.head");
+	cr_assert_eq(clip_audit_open(&a, f.ctx, f.dfd, "t.log", 0, NULL), 0);
+	cr_assert_eq(write_file_atomic(f.dfd, "t.log.head", foreign, strlen(foreign), 0600, true),
+		     0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(clip_audit_export(a, fd, NULL), 0);
+	clip_audit_unref(a);
+	cr_assert_eq(lseek(fd, 0, SEEK_SET), 0);
+	cr_assert_eq(clip_audit_get_public_key(f.ctx, &pem, NULL), 0);
+	cr_assert_eq(clip_audit_verify_public(fd, pem, NULL, NULL, &n, NULL), 0,
+		     "the export carries the anchor swapped in after the open");
+	cr_assert_eq(n, 2);
+	close(fd);
+	free(pem);
+	free(foreign);
+	clip_ctx_unref(other);
+	log_teardown(&f);
+}
+
 Test(audit, a_stream_of_another_machine_does_not_verify)
 {
 	struct log_fixture f, g;
